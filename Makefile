@@ -1,0 +1,33 @@
+# The two set-up commands of the README: `make demo` (the main job) and `make test` (the suite).
+# Both create .venv from scratch when it is missing and install what they need into it.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Dev/CI pins (torch CPU build) live in constraints.txt, not in the package metadata.
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
+TEST_EXTRAS := dev,local,replay,sb3,rl
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint venv clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+
+venv: $(BIN)/python
+
+demo: venv
+	$(PIP) torch==2.13.0 -e ".[local]"
+	$(BIN)/dreamgym demo
+
+test: venv
+	$(PIP) torch==2.13.0 -e ".[$(TEST_EXTRAS)]"
+	$(BIN)/ruff check dreamgym_env tests benchmarks examples
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check dreamgym_env tests benchmarks examples
+	$(BIN)/ruff format --check dreamgym_env
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

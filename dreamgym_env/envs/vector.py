@@ -1,0 +1,177 @@
+"""DreamVectorEnv: N synthetic envs whose model calls of one step go out concurrently."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.types import Task
+
+
+class DreamVectorEnv(VectorEnv):
+    """A batch of :class:`DreamEnv` sharing one experience model, stepped with concurrent calls.
+
+    One ``step`` gathers the valid actions of all sub-envs into a single ``predict`` batch, which
+    the backend sends concurrently on one event loop (no processes): with N sub-envs and a model
+    latency L, a step takes about L, not N x L. Invalid actions are answered without a call.
+
+    Observation and action spaces are tuples of :class:`~dreamgym_env.spaces.UnicodeText`.
+    Autoreset is Gymnasium's next-step mode: the step after a sub-env ends resets it and ignores
+    its action. Episodes are truncated after ``max_steps`` steps (default: the domain's limit).
+
+    Reset options (besides the single-env ``{"task": ...}`` applied to every sub-env):
+    ``{"tasks": [t_0, ..., t_{N-1}]}`` one task per sub-env; ``{"group_size": G}`` consecutive
+    groups of G sub-envs share one randomly drawn task, as GRPO groups need.
+
+    Example:
+        >>> import gymnasium as gym, dreamgym_env
+        >>> envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=8, experience_model=model)  # doctest: +SKIP
+        >>> obs, infos = envs.reset(seed=0, options={"group_size": 4})  # doctest: +SKIP
+    """
+
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        num_envs: int,
+        domain: str | Domain = "webshop",
+        experience_model: ExperienceModel | None = None,
+        *,
+        max_steps: int | None = None,
+        history_len: int = DEFAULT_HISTORY_LEN,
+        split: str = "train",
+        tasks: Sequence[Task] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if num_envs < 1:
+            raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
+        domain = get_domain(domain) if isinstance(domain, str) else domain
+        if experience_model is None:
+            from dreamgym_env.experience.selection import default_experience_model
+
+            experience_model = default_experience_model()
+        self.experience_model = experience_model
+        self.num_envs = num_envs
+        self.render_mode = render_mode
+        self.envs = [
+            DreamEnv(
+                domain,
+                experience_model,
+                max_steps=max_steps or domain.max_episode_steps,
+                history_len=history_len,
+                split=split,
+                tasks=tasks,
+            )
+            for _ in range(num_envs)
+        ]
+        self.single_observation_space = self.envs[0].observation_space
+        self.single_action_space = self.envs[0].action_space
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._autoreset = np.zeros(num_envs, dtype=bool)
+
+    def reset(
+        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[tuple[str, ...], dict[str, Any]]:
+        super().reset(seed=seed)
+        seeds = self._seeds(seed)
+        options = dict(options or {})
+        tasks = self._reset_tasks(options)
+        observations, infos = [], {}
+        for i, env in enumerate(self.envs):
+            env_options = {**options, "task": tasks[i]} if tasks[i] is not None else options
+            obs, info = env.reset(seed=seeds[i], options=env_options or None)
+            observations.append(obs)
+            infos = self._add_info(infos, info, i)
+        self._autoreset[:] = False
+        return tuple(observations), infos
+
+    def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, int):
+            return [seed + i for i in range(self.num_envs)]
+        if len(seed) != self.num_envs:
+            raise ConfigurationError(f"got {len(seed)} seeds for {self.num_envs} sub-envs")
+        return list(seed)
+
+    def _reset_tasks(self, options: dict[str, Any]) -> list[Task | str | None]:
+        tasks = options.pop("tasks", None)
+        group_size = options.pop("group_size", None)
+        if tasks is not None:
+            if len(tasks) != self.num_envs:
+                raise ConfigurationError(f"options['tasks'] has {len(tasks)} tasks for {self.num_envs} sub-envs")
+            return list(tasks)
+        if group_size is not None:
+            if group_size < 1 or self.num_envs % group_size:
+                raise ConfigurationError(f"group_size {group_size} must divide num_envs {self.num_envs}")
+            drawn = [self.envs[0].resolve_task(options.get("task")) for _ in range(self.num_envs // group_size)]
+            return [drawn[i // group_size] for i in range(self.num_envs)]
+        return [None] * self.num_envs
+
+    def step(self, actions: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if len(actions) != self.num_envs:
+            raise ConfigurationError(f"got {len(actions)} actions for {self.num_envs} sub-envs")
+        observations: list[str] = [""] * self.num_envs
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        terminations = np.zeros(self.num_envs, dtype=bool)
+        truncations = np.zeros(self.num_envs, dtype=bool)
+        infos: dict[str, Any] = {}
+        pending: dict[int, PendingStep] = {}
+        results: dict[int, tuple[str, float, bool, bool, dict[str, Any]]] = {}
+        for i, (env, action) in enumerate(zip(self.envs, actions)):
+            if self._autoreset[i]:
+                obs, info = env.reset()
+                results[i] = (obs, 0.0, False, False, info)
+                continue
+            prepared = env.prepare_step(action)
+            if isinstance(prepared, PendingStep):
+                pending[i] = prepared
+            else:
+                results[i] = prepared
+        if pending:
+            transitions = self.experience_model.predict_sync([p.request for p in pending.values()])
+            for (i, prepared), transition in zip(pending.items(), transitions):
+                results[i] = self.envs[i].finish_step(prepared, transition)
+        for i in range(self.num_envs):
+            observations[i], rewards[i], terminations[i], truncations[i], info = results[i]
+            infos = self._add_info(infos, info, i)
+        self._autoreset = terminations | truncations
+        return tuple(observations), rewards, terminations, truncations, infos
+
+    def render(self) -> tuple[str | None, ...] | None:
+        if self.render_mode != "ansi":
+            return None
+        return tuple(env.render() for env in self.envs)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def make_vector_env(num_envs: int = 1, **kwargs: Any) -> DreamVectorEnv:
+    """``vector_entry_point`` of the DreamGym ids: ``gym.make_vec(id, num_envs=N, **kwargs)``."""
+    kwargs.pop("vectorization_mode", None)
+    max_episode_steps = kwargs.pop("max_episode_steps", None)
+    kwargs.setdefault("max_steps", max_episode_steps)
+    return DreamVectorEnv(num_envs, **kwargs)
+
+
+def sub_envs(env: gym.Env | VectorEnv) -> list[DreamEnv]:
+    """The DreamEnv instances behind a single env, a wrapped env or a DreamVectorEnv."""
+    base = env.unwrapped
+    if isinstance(base, DreamVectorEnv):
+        return list(base.envs)
+    if isinstance(base, DreamEnv):
+        return [base]
+    return []

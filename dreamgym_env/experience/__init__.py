@@ -1,0 +1,1 @@
+"""Experience-model backends and what they share: prompts, output parsing, retries, cache."""

@@ -1,0 +1,81 @@
+"""The experience-model interface shared by every backend."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from dreamgym_env.types import ExperienceRequest, Transition
+
+T = TypeVar("T")
+
+PROMPT_VERSION = "1"
+"""Bumped whenever the prompt assembly changes, so that cached transitions of older prompts miss."""
+
+
+class ExperienceModel(ABC):
+    """Predicts the next state and reward of an environment from the interaction so far.
+
+    Backends implement :meth:`predict` (async, a batch at a time, concurrent inside). The sync
+    :meth:`predict_sync` runs it on an event loop that the model owns in a background thread, so
+    that sync callers (Gymnasium's ``step``) work even inside a running loop (e.g. Jupyter), and
+    async clients keep their connection pool across calls.
+
+    A backend never returns an invented transition: when the model fails it retries, then raises
+    an :class:`~dreamgym_env.errors.ExperienceModelError`.
+    """
+
+    model_id: str = "unknown"
+    prompt_version: str = PROMPT_VERSION
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._loop_lock = threading.Lock()
+
+    @abstractmethod
+    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        """Answer each request with a transition, in order."""
+
+    def predict_sync(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        """Blocking form of :meth:`predict`."""
+        return self.run(self.predict(requests))
+
+    def predict_one(self, request: ExperienceRequest) -> Transition:
+        """Blocking prediction of a single request."""
+        return self.predict_sync([request])[0]
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on this model's event loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop()).result()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None or self._loop.is_closed():
+                self._loop = asyncio.new_event_loop()
+                self._loop_thread = threading.Thread(
+                    target=self._loop.run_forever, name=f"dreamgym-{self.model_id}", daemon=True
+                )
+                self._loop_thread.start()
+            return self._loop
+
+    async def aclose(self) -> None:
+        """Release the backend's resources (HTTP clients, model weights)."""
+
+    def close(self) -> None:
+        """Release resources and stop the background loop."""
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        if self._loop_thread is not None:
+            self._loop_thread.join(timeout=5)
+        loop.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model_id={self.model_id!r})"

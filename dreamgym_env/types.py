@@ -1,0 +1,108 @@
+"""The data that crosses module boundaries: tasks, requests, transitions, trajectories.
+
+All are pydantic v2 models and round-trip through JSON (``model_dump_json`` /
+``model_validate_json``); the offline data format (docs/data-format.md) is a JSON line per
+:class:`Trajectory`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Source = Literal["offline", "real", "synthetic"]
+"""Where a transition came from: offline data, a real (reference) env, or the experience model."""
+
+
+class Task(BaseModel):
+    """One task: what the agent is asked to do and where it starts.
+
+    ``metadata`` holds domain data kept for scoring (for WebShop the goal: attributes, options,
+    price bound, product type). ``parent_id`` is set on tasks the curriculum generated from a seed.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    domain: str
+    instruction: str
+    initial_state: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    parent_id: str | None = None
+
+
+class Step(BaseModel):
+    """One recorded step of an episode: the state, the action taken, and what followed."""
+
+    state: str
+    action: str
+    next_state: str
+    reward: float = 0.0
+    done: bool = False
+    action_valid: bool = True
+    reasoning: str = ""
+
+
+class Demonstration(BaseModel):
+    """A real transition shown to the experience model as an example (retrieved from replay)."""
+
+    state: str
+    action: str
+    next_state: str
+    reward: float = 0.0
+    done: bool = False
+    task_instruction: str = ""
+
+
+class ExperienceRequest(BaseModel):
+    """What the experience model is asked: given this context, what happens after ``action``?
+
+    ``history`` holds the most recent steps of the episode (bounded by the env's
+    ``history_len``); ``demonstrations`` are filled by context providers such as replay grounding.
+    """
+
+    task: Task
+    history: list[Step] = Field(default_factory=list)
+    state: str
+    action: str
+    demonstrations: list[Demonstration] = Field(default_factory=list)
+
+
+class Usage(BaseModel):
+    """Cost accounting of one model answer."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    attempts: int = 1
+    cached: bool = False
+    model: str = ""
+
+
+class Transition(BaseModel):
+    """The experience model's answer: its reasoning, the next state, the reward, the episode end."""
+
+    reasoning: str = ""
+    next_state: str
+    reward: float = 0.0
+    terminated: bool = False
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Trajectory(BaseModel):
+    """A whole recorded episode; the unit of the offline JSONL format."""
+
+    task: Task
+    steps: list[Step] = Field(default_factory=list)
+    source: Source = "real"
+    policy: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def total_reward(self) -> float:
+        return sum(step.reward for step in self.steps)
+
+    @property
+    def won(self) -> bool:
+        return bool(self.metadata.get("won", self.total_reward >= 1.0))
