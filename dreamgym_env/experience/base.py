@@ -77,5 +77,10 @@ class ExperienceModel(ABC):
             self._loop_thread.join(timeout=5)
         loop.close()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> ExperienceModel:
+        # A model is a shared handle (connections, weights): Gymnasium deep-copies env kwargs,
+        # and every copy must keep using the same backend.
+        return self
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r})"

@@ -17,7 +17,7 @@ BUY_LABEL = "Buy Now"
 
 def search_page(instruction: str) -> str:
     """The search page, where every WebShop episode starts."""
-    return f"WebShop [search]\nInstruction: {instruction}\n[{SEARCH_LABEL}]"
+    return f"WebShop > search\nInstruction: {instruction}\n[{SEARCH_LABEL}]"
 
 
 PROMPT = DomainPrompt(
@@ -37,17 +37,17 @@ and leaves the page unchanged.""",
     state_format="""Each state is a page of plain text lines. The first line names the page, the \
 second repeats the instruction. Clickable labels are in square brackets.
 Search page:
-WebShop [search]
+WebShop > search
 Instruction: <instruction>
 [Search]
 Results page:
-WebShop [results] query="<query>" page <p> of <n> (<total> results)
+WebShop > results query="<query>" page <p> of <n> (<total> results)
 Instruction: <instruction>
 [Back to Search] [< Prev] [Next >]
 [<item id>] <title> | $<price>
 ... (10 items per page; [< Prev] only after page 1, [Next >] only before the last page)
 Item page:
-WebShop [item] <item id>
+WebShop > item <item id>
 Instruction: <instruction>
 [Back to Search] [< Prev]
 <title>
@@ -56,12 +56,12 @@ Price: $<price> | Rating: <rating> stars
 Selected: <group>=<value>, ... (or "Selected: none")
 [Description] [Features] [Reviews] [Buy Now]
 Sub-page (description, features or reviews):
-WebShop [<description|features|reviews>] <item id>
+WebShop > <description|features|reviews> <item id>
 Instruction: <instruction>
 [Back to Search] [< Prev]
 <text of the sub-page>
 After Buy Now:
-WebShop [done]
+WebShop > done
 Instruction: <instruction>
 Purchased <item id> with <group>=<value>, ... for $<price>.""",
     reward_rubric="""Only [Buy Now] can complete the task. It is completed (reward 1) when the \

@@ -1,0 +1,1 @@
+"""Baseline text policies: random, expert, LLM agent."""

@@ -1,0 +1,1 @@
+"""Curriculum: task statistics, reward-variance selection, task generation."""

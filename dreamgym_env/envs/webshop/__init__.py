@@ -1,0 +1,1 @@
+"""The WebShop domain pack: grammar, prompt, tasks, reference env, expert."""

@@ -1,0 +1,189 @@
+"""Settings of endpoint backends: where the model is, how long to wait, how to retry.
+
+Each setting is resolved in this order: a constructor argument, then ``DREAMGYM_BASE_URL`` /
+``DREAMGYM_API_KEY`` / ``DREAMGYM_MODEL``, then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` /
+``OPENAI_MODEL``, then the named defaults below. An argument left out (:data:`UNSET`) is distinct
+from an explicit ``None``: ``api_key=None`` means "send no key" (a local server needs none) and
+never falls back to a key from the environment; ``timeout_s=None`` means "no timeout".
+
+The API key is a :class:`pydantic.SecretStr`: it never shows in ``repr``, ``str``, logs or errors.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import random
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from dreamgym_env.errors import ConfigurationError
+
+DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
+DEFAULT_MODEL: Final = "gpt-4o-mini"
+NO_KEY: Final = "not-needed"
+"""Sent as the key when none is configured: local servers (llama.cpp, vLLM, Ollama) ignore it."""
+DEFAULT_TIMEOUT_S: Final = 60.0
+DEFAULT_MAX_CONCURRENCY: Final = 64
+DEFAULT_TEMPERATURE: Final = 0.0
+DEFAULT_MAX_TOKENS: Final = 2048
+DEFAULT_MAX_ATTEMPTS: Final = 4
+DEFAULT_BACKOFF_BASE_S: Final = 0.5
+DEFAULT_BACKOFF_MAX_S: Final = 8.0
+DEFAULT_JITTER: Final = 0.5
+DEFAULT_MAX_OUTPUT_REASKS: Final = 2
+
+ENV_PREFIXES: Final = ("DREAMGYM_", "OPENAI_")
+"""Environment variable prefixes, in the order they are read."""
+
+
+class _Unset(enum.Enum):
+    UNSET = "UNSET"
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset.UNSET
+"""The value of an argument that was not passed (distinct from ``None``)."""
+
+
+class RetryPolicy(BaseModel):
+    """How often and how patiently failed calls (timeouts, 429, 5xx, connection errors) are retried.
+
+    The wait before retry ``n`` (1-based) is ``min(backoff_max_s, backoff_base_s * 2**(n-1))``,
+    shortened by a random share of up to ``jitter`` so that many clients do not retry in step.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
+    backoff_base_s: float = Field(DEFAULT_BACKOFF_BASE_S, ge=0)
+    backoff_max_s: float = Field(DEFAULT_BACKOFF_MAX_S, ge=0)
+    jitter: float = Field(DEFAULT_JITTER, ge=0, le=1)
+
+    def delay(self, retry: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
+        base = min(self.backoff_max_s, self.backoff_base_s * 2 ** max(0, retry - 1))
+        return base * (1.0 - self.jitter * (rng or random).random())
+
+
+class EndpointConfig(BaseModel):
+    """Settings of an OpenAI-compatible endpoint backend.
+
+    Build it with :meth:`resolve` to read the environment; the constructor takes values as given.
+    ``base_url`` accepts shorthand: ``localhost:8000`` becomes ``http://localhost:8000/v1``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = DEFAULT_BASE_URL
+    api_key: SecretStr = SecretStr(NO_KEY)
+    model: str = DEFAULT_MODEL
+    timeout_s: float | None = Field(DEFAULT_TIMEOUT_S, gt=0)
+    max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, ge=1)
+    temperature: float = Field(DEFAULT_TEMPERATURE, ge=0)
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
+    max_output_reasks: int = Field(DEFAULT_MAX_OUTPUT_REASKS, ge=0)
+
+    @field_validator("base_url", mode="before")
+    @classmethod
+    def _normalise_base_url(cls, value: Any) -> Any:
+        return normalise_base_url(value) if isinstance(value, str) else value
+
+    @field_validator("api_key", mode="before")
+    @classmethod
+    def _key_or_placeholder(cls, value: Any) -> Any:
+        return NO_KEY if value is None or value == "" else value
+
+    @field_validator("model")
+    @classmethod
+    def _model_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("model name is empty")
+        return value.strip()
+
+    @field_validator("retry", mode="before")
+    @classmethod
+    def _retry_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return RetryPolicy(max_attempts=value)
+        return value
+
+    @property
+    def has_key(self) -> bool:
+        """Whether a real key (not the placeholder) is configured."""
+        return self.api_key.get_secret_value() != NO_KEY
+
+    def describe(self) -> str:
+        """``model@base_url``: how errors and logs name this endpoint (never with the key)."""
+        parts = urlsplit(self.base_url)
+        host = parts.netloc.rpartition("@")[2]  # never show credentials embedded in the URL
+        return f"{self.model}@{urlunsplit((parts.scheme, host, parts.path, '', ''))}"
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        base_url: str | _Unset | None = UNSET,
+        api_key: str | SecretStr | _Unset | None = UNSET,
+        model: str | _Unset | None = UNSET,
+        environ: Mapping[str, str] | None = None,
+        **settings: Any,
+    ) -> EndpointConfig:
+        """Resolve settings from arguments, then the environment, then the defaults.
+
+        ``environ`` replaces ``os.environ`` (for tests). ``settings`` are the other fields
+        (``timeout_s``, ``max_concurrency``, ``retry`` ...); an explicit ``None`` for ``base_url``
+        or ``model`` means "use the default", for ``api_key`` "send no key".
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {
+            "base_url": _pick(base_url, env, "BASE_URL", DEFAULT_BASE_URL),
+            "api_key": _pick(api_key, env, "API_KEY", None),
+            "model": _pick(model, env, "MODEL", DEFAULT_MODEL),
+        }
+        values.update(settings)
+        return cls._build(values)
+
+    def replace(self, **changes: Any) -> EndpointConfig:
+        """Return a copy with ``changes`` applied and validated; :data:`UNSET` values are ignored."""
+        return self._build({**self.model_dump(), **changes})
+
+    @classmethod
+    def _build(cls, values: dict[str, Any]) -> EndpointConfig:
+        try:
+            return cls(**{name: value for name, value in values.items() if value is not UNSET})
+        except ValidationError as exc:
+            # Report field names and reasons only: the rejected input may hold the key.
+            reasons = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigurationError(f"invalid endpoint settings: {reasons}") from None
+
+
+def _pick(passed: Any, env: Mapping[str, str], name: str, default: Any) -> Any:
+    """Return the passed value, else the first non-empty prefixed variable, else ``default``."""
+    if passed is not UNSET:
+        return default if passed is None and default is not None else passed
+    for prefix in ENV_PREFIXES:
+        value = env.get(prefix + name, "").strip()
+        if value:
+            return value
+    return default
+
+
+def normalise_base_url(url: str) -> str:
+    """Add a missing scheme (``http``) and a missing path (``/v1``); drop a trailing slash."""
+    url = url.strip()
+    if not url:
+        raise ValueError("base_url is empty")
+    if "://" not in url:
+        url = "http://" + url
+    parts = urlsplit(url)
+    if not parts.netloc:
+        raise ValueError(f"base_url has no host: {url!r}")
+    path = parts.path.rstrip("/") or "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, parts.fragment))

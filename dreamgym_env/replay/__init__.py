@@ -1,0 +1,1 @@
+"""Experience replay: buffer, embedders, vector index, offline data."""

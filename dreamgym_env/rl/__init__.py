@@ -1,0 +1,1 @@
+"""Helpers for RL libraries: SB3 set-up, GRPO group rollouts."""

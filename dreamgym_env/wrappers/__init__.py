@@ -1,0 +1,1 @@
+"""Wrappers: replay grounding, curriculum resets, sim-to-real and RL-library adapters."""

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
+from dreamgym_env.types import ExperienceRequest, Task, Transition
+
+
+@pytest.fixture
+def webshop_task() -> Task:
+    return get_domain("webshop").tasks("train")[0]
+
+
+def page_after(request: ExperienceRequest) -> Transition:
+    """A plausible WebShop page for any action, ending the episode on Buy Now with reward 1."""
+    if request.action.lower() == "click[buy now]":
+        return Transition(reasoning="bought", next_state="WebShop > done\nPurchased.", reward=1.0, terminated=True)
+    return Transition(
+        reasoning=f"after {request.action}",
+        next_state=f"WebShop > item B0TEST0001\nInstruction: {request.task.instruction}\n"
+        "[Back to Search] [< Prev]\nTest item\n[Buy Now]",
+    )
+
+
+@pytest.fixture(name="page_after")
+def page_after_fixture():
+    return page_after
+
+
+@pytest.fixture
+def scripted_model() -> Iterator[ScriptedExperienceModel]:
+    model = ScriptedExperienceModel(page_after)
+    yield model
+    model.close()
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as srv:
+        yield srv

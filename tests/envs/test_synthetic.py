@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dreamgym_env  # noqa: F401
+from dreamgym_env import ConfigurationError, DreamEnv, ExperienceModelError, ModelTimeoutError, UnknownNameError
+from dreamgym_env.testing import ScriptedExperienceModel
+from dreamgym_env.types import Demonstration, ExperienceRequest, Transition
+
+
+
+def test_reset_gives_task_initial_state(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model)
+    obs, info = env.reset(seed=1, options={"task": webshop_task})
+    assert obs == webshop_task.initial_state
+    assert info["task"] == webshop_task and info["task_id"] == webshop_task.id
+    assert info["source"] == "synthetic"
+    assert info["admissible_actions"][0] == "search[<query>]"
+
+
+def test_reset_is_seeded(scripted_model):
+    env = DreamEnv("webshop", scripted_model)
+    drawn = [env.reset(seed=s)[1]["task_id"] for s in (3, 4, 3)]
+    assert drawn[0] == drawn[2]
+
+
+def test_reset_by_id_and_instruction(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model)
+    assert env.reset(options={"task": webshop_task.id})[1]["task"] == webshop_task
+    obs, info = env.reset(options={"task": "i want red running shoes under 50 dollars"})
+    assert "i want red running shoes" in obs and info["task"].instruction.startswith("i want red")
+    with pytest.raises(UnknownNameError, match="Did you mean"):
+        env.reset(options={"task": webshop_task.id + "x"})
+
+
+def test_valid_action_calls_model_with_request(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model)
+    env.reset(options={"task": webshop_task})
+    obs, reward, terminated, truncated, info = env.step("search[ navy  shirt ]")
+    request = scripted_model.requests[-1]
+    assert request.action == "search[navy shirt]"  # normalised by the grammar
+    assert request.state == webshop_task.initial_state and request.history == []
+    assert obs.startswith("WebShop > item") and reward == 0.0 and not terminated and not truncated
+    assert info["action_valid"] and info["reasoning"] == "after search[navy shirt]"
+    assert info["admissible_actions"] == ["click[Back to Search]", "click[< Prev]", "click[Buy Now]"]
+
+
+def test_invalid_action_gives_feedback_without_model_call(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model)
+    env.reset(options={"task": webshop_task})
+    for action in ("buy it now", "click[Buy Now]", "search[]"):
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert obs.startswith(webshop_task.initial_state) and "[Invalid action]" in obs
+        assert reward == 0.0 and not terminated and not info["action_valid"] and info["error"]
+    assert scripted_model.calls == 0
+    # The page did not change: a valid action is still judged against the search page.
+    env.step("search[shirt]")
+    assert scripted_model.requests[-1].state == webshop_task.initial_state
+
+
+def test_buy_now_ends_episode_with_outcome_reward(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model)
+    env.reset(options={"task": webshop_task})
+    env.step("search[shirt]")
+    _, reward, terminated, _, info = env.step("click[Buy Now]")
+    assert reward == 1.0 and terminated and info["won"]
+    with pytest.raises(ConfigurationError, match="reset"):
+        env.step("click[Buy Now]")
+
+
+def test_reward_counts_only_at_episode_end_and_is_clipped(webshop_task):
+    def respond(request: ExperienceRequest) -> Transition:
+        ends = request.action == "click[Buy Now]"
+        return Transition(next_state="[Buy Now]", reward=7.0 if ends else 1.0, terminated=ends)
+
+    env = DreamEnv("webshop", ScriptedExperienceModel(respond))
+    env.reset(options={"task": webshop_task})
+    assert env.step("search[x]")[1] == 0.0  # a reward without an episode end does not count
+    assert env.step("click[Buy Now]")[1] == 1.0
+
+
+def test_history_is_bounded(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model, history_len=2)
+    env.reset(options={"task": webshop_task})
+    env.step("search[a]")
+    for _ in range(3):
+        env.step("click[< Prev]")
+    assert len(scripted_model.requests[-1].history) == 2
+
+
+def test_max_steps_truncates(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model, max_steps=2)
+    env.reset(options={"task": webshop_task})
+    assert not env.step("nonsense")[3]
+    assert env.step("nonsense")[3]
+
+
+def test_context_provider_and_step_listener(scripted_model, webshop_task):
+    env = DreamEnv("webshop", scripted_model)
+    demo = Demonstration(state="s", action="click[x]", next_state="t")
+    env.add_context_provider(lambda request: [demo])
+    seen = []
+    env.add_step_listener(lambda task, step: seen.append((task.id, step.action, step.action_valid)))
+    env.reset(options={"task": webshop_task})
+    env.step("search[shirt]")
+    env.step("bad")
+    assert scripted_model.requests[-1].demonstrations == [demo]
+    assert seen == [(webshop_task.id, "search[shirt]", True), (webshop_task.id, "bad", False)]
+
+
+def test_model_failure_raises_typed_error_and_keeps_state(webshop_task):
+    def fail(request: ExperienceRequest) -> Transition:
+        raise ModelTimeoutError("timed out", backend="scripted", attempts=3)
+
+    env = DreamEnv("webshop", ScriptedExperienceModel(fail))
+    env.reset(options={"task": webshop_task})
+    with pytest.raises(ExperienceModelError):
+        env.step("search[shirt]")
+    assert env.state == webshop_task.initial_state and env.steps == []
+
+
+def test_no_model_configured_is_a_clear_error(monkeypatch):
+    for name in ("DREAMGYM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "DREAMGYM_LOCAL_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("dreamgym_env.experience.selection.local_backend_available", lambda: False, raising=False)
+    with pytest.raises(ConfigurationError, match="DREAMGYM_BASE_URL"):
+        gym.make("DreamGym/WebShop-v0")
+
+
+_ANY_TEXT = st.one_of(
+    st.text(max_size=200),
+    st.from_regex(r"(search|click)\[[^\]]{0,40}\]", fullmatch=True),
+    st.sampled_from(["click[Buy Now]", "click[]", "search[ ]", "click[[x]]", "\x00", "click[< Prev]"]),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(actions=st.lists(_ANY_TEXT, min_size=1, max_size=6))
+def test_any_string_never_raises(actions, webshop_task, page_after):
+    env = DreamEnv("webshop", ScriptedExperienceModel(page_after), max_steps=5)
+    obs, _ = env.reset(options={"task": webshop_task})
+    for action in actions:
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert isinstance(obs, str) and reward in (0.0, 1.0) and isinstance(info["action_valid"], bool)
+        if terminated or truncated:
+            obs, _ = env.reset(options={"task": webshop_task})

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import dreamgym_env  # noqa: F401
+from dreamgym_env import ConfigurationError, DreamVectorEnv
+from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
+from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
+
+
+def test_make_vec_uses_vector_entry_point(scripted_model):
+    envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=3, experience_model=scripted_model)
+    assert isinstance(envs.unwrapped, DreamVectorEnv)
+    assert all(env.max_steps == 15 for env in envs.unwrapped.envs)
+    obs, infos = envs.reset(seed=0)
+    assert len(obs) == 3 and infos["task_id"].shape == (3,)
+    envs.close()
+
+
+def test_one_step_is_one_batch(scripted_model):
+    envs = DreamVectorEnv(4, "webshop", scripted_model)
+    envs.reset(seed=0)
+    obs, rewards, terminated, truncated, infos = envs.step(["search[a]", "search[b]", "nope", "search[c]"])
+    assert scripted_model.batches == 1 and scripted_model.calls == 3
+    assert list(infos["action_valid"]) == [True, True, False, True]
+    assert rewards.dtype == np.float64 and not terminated.any() and not truncated.any()
+
+
+def test_next_step_autoreset(scripted_model):
+    envs = DreamVectorEnv(2, "webshop", scripted_model)
+    envs.reset(seed=0)
+    envs.step(["search[a]", "search[b]"])
+    _, rewards, terminated, _, _ = envs.step(["click[Buy Now]", "click[< Prev]"])
+    assert list(terminated) == [True, False] and rewards[0] == 1.0
+    calls = scripted_model.calls
+    obs, rewards, terminated, _, infos = envs.step(["ignored", "click[< Prev]"])
+    assert obs[0].startswith("WebShop > search") and rewards[0] == 0.0 and not terminated[0]
+    assert scripted_model.calls == calls + 1  # the resetting sub-env made no call
+
+
+def test_group_reset_shares_tasks(scripted_model):
+    envs = DreamVectorEnv(8, "webshop", scripted_model)
+    _, infos = envs.reset(seed=3, options={"group_size": 4})
+    ids = list(infos["task_id"])
+    assert len(set(ids[:4])) == 1 and len(set(ids[4:])) == 1
+    with pytest.raises(ConfigurationError, match="divide"):
+        envs.reset(options={"group_size": 3})
+    task = envs.envs[0].tasks[1]
+    _, infos = envs.reset(options={"tasks": [task] * 8})
+    assert set(infos["task_id"]) == {task.id}
+
+
+def test_vector_requests_reach_server_concurrently():
+    """32 sub-envs against a server holding each request 200 ms: all 32 are in flight at once."""
+    with ScriptedOpenAIServer(latency_s=0.2) as server:
+        model = OpenAIExperienceModel(base_url=server.url, model="test", max_concurrency=64)
+        envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=32, experience_model=model)
+        envs.reset(seed=0)
+        _, _, _, _, infos = envs.step(["search[shirt]"] * 32)
+        assert server.requests_total == 32
+        assert server.peak_in_flight == 32
+        assert all(infos["action_valid"])
+        envs.close()
+        model.close()
+
+
+def test_vector_latency_overlaps():
+    model = ScriptedExperienceModel(latency_s=0.05)
+    envs = DreamVectorEnv(16, "webshop", model)
+    envs.reset(seed=0)
+    envs.step(["search[x]"] * 16)
+    assert model.peak_in_flight == 16
