@@ -9,8 +9,11 @@ import typer
 from rich.console import Console
 
 import dreamgym_env  # noqa: F401  (registers the ids)
+from dreamgym_env.curriculum.cli import tasks_app
 
-app = typer.Typer(help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True)
+app = typer.Typer(
+    help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
+)
 console = Console()
 
 

@@ -72,7 +72,9 @@ class ExperienceModelError(DreamGymError):
     """
 
     def __init__(self, message: str, *, backend: str = "", attempts: int = 0) -> None:
-        details = ", ".join(p for p in (backend and f"backend={backend}", attempts and f"attempts={attempts}") if p)
+        details = ", ".join(
+            p for p in (backend and f"backend={backend}", attempts and f"attempts={attempts}") if p
+        )
         super().__init__(f"{message} ({details})" if details else message)
         self.backend, self.attempts = backend, attempts
 

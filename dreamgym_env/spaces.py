@@ -23,7 +23,9 @@ class UnicodeText(spaces.Text):
         True
     """
 
-    def __init__(self, max_length: int = DEFAULT_MAX_LENGTH, *, min_length: int = 0, seed: Any = None) -> None:
+    def __init__(
+        self, max_length: int = DEFAULT_MAX_LENGTH, *, min_length: int = 0, seed: Any = None
+    ) -> None:
         printable = "".join(chr(c) for c in range(32, 127))
         super().__init__(max_length=max_length, min_length=min_length, charset=printable, seed=seed)
 

@@ -56,7 +56,7 @@ class Demonstration(BaseModel):
 
 
 class ExperienceRequest(BaseModel):
-    """What the experience model is asked: given this context, what happens after ``action``?
+    """What the experience model is asked: what happens after ``action`` in this context.
 
     ``history`` holds the most recent steps of the episode (bounded by the env's
     ``history_len``); ``demonstrations`` are filled by context providers such as replay grounding.
@@ -70,7 +70,11 @@ class ExperienceRequest(BaseModel):
 
 
 class Usage(BaseModel):
-    """Cost accounting of one model answer."""
+    """Cost accounting of one model answer.
+
+    ``cached`` says whether the answer came from the transition cache (then no tokens were
+    spent); ``cache_hits`` / ``cache_misses`` are that cache's running totals (0 without one).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -78,6 +82,8 @@ class Usage(BaseModel):
     attempts: int = 1
     cached: bool = False
     model: str = ""
+    cache_hits: int = 0
+    cache_misses: int = 0
 
 
 class Transition(BaseModel):

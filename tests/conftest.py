@@ -17,10 +17,12 @@ def webshop_task() -> Task:
 def page_after(request: ExperienceRequest) -> Transition:
     """A plausible WebShop page for any action, ending the episode on Buy Now with reward 1."""
     if request.action.lower() == "click[buy now]":
-        return Transition(reasoning="bought", next_state="WebShop > done\nPurchased.", reward=1.0, terminated=True)
+        return Transition(
+            reasoning="bought", next_state="WebShop | done\nPurchased.", reward=1.0, terminated=True
+        )
     return Transition(
         reasoning=f"after {request.action}",
-        next_state=f"WebShop > item B0TEST0001\nInstruction: {request.task.instruction}\n"
+        next_state=f"WebShop | item B0TEST0001\nInstruction: {request.task.instruction}\n"
         "[Back to Search] [< Prev]\nTest item\n[Buy Now]",
     )
 

@@ -17,6 +17,8 @@ from dreamgym_env.types import Task
 if TYPE_CHECKING:
     import gymnasium as gym
 
+    from dreamgym_env.curriculum.variations import TaskVariations
+
 Split = Literal["train", "test"]
 Policy = Callable[[str, dict], str]
 """A text policy: ``(observation, info) -> action``."""
@@ -79,6 +81,17 @@ class Domain(ABC):
     def make_reference_env(self, **kwargs: object) -> gym.Env:
         """Return the programmatic ground-truth env of this domain."""
         raise NotImplementedError(f"domain {self.name!r} has no reference env yet")
+
+    def task_variations(self) -> TaskVariations:
+        """How the curriculum's task generator builds and checks new tasks of this domain.
+
+        The default takes a new instruction in the seed's initial state and checks its shape
+        only; domains whose world can score a task return their own (see
+        :mod:`dreamgym_env.curriculum.variations`).
+        """
+        from dreamgym_env.curriculum.variations import InstructionVariations
+
+        return InstructionVariations(self)
 
     def admissible_actions(self, state: str) -> list[str] | None:
         """The actions valid in ``state``, or ``None`` where the domain has no such list."""

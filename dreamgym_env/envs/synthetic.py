@@ -150,7 +150,9 @@ class DreamEnv(gym.Env[str, str]):
                 raise ConfigurationError(f"domain {self.domain.name!r} has no tasks in split {self.split!r}")
             return tasks[int(self.np_random.integers(len(tasks)))]
         if not isinstance(spec, str):
-            raise ConfigurationError(f"options['task'] must be a Task, a task id or an instruction, got {type(spec).__name__}")
+            raise ConfigurationError(
+                f"options['task'] must be a Task, a task id or an instruction, got {type(spec).__name__}"
+            )
         by_id = {task.id: task for task in tasks}
         if spec in by_id:
             return by_id[spec]
@@ -159,13 +161,20 @@ class DreamEnv(gym.Env[str, str]):
         return self.domain.make_task(spec)
 
     # -- gymnasium API -----------------------------------------------------------------------
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self.task = self.resolve_task((options or {}).get("task"))
         self.state = self.task.initial_state
         self.steps = []
         self._done = False
-        info = {"task": self.task, "task_id": self.task.id, "source": "synthetic", **self._state_info(self.state)}
+        info = {
+            "task": self.task,
+            "task_id": self.task.id,
+            "source": "synthetic",
+            **self._state_info(self.state),
+        }
         return self.state, info
 
     def step(self, action: str) -> StepResult:
@@ -181,7 +190,9 @@ class DreamEnv(gym.Env[str, str]):
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
         text = action if isinstance(action, str) else repr(action)
         parsed: ParsedAction | ActionError = (
-            self.domain.parse_action(action) if isinstance(action, str) else ActionError("an action must be a string")
+            self.domain.parse_action(action)
+            if isinstance(action, str)
+            else ActionError("an action must be a string")
         )
         if isinstance(parsed, ParsedAction):
             parsed = self.domain.validate_action(parsed, self.state) or parsed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -79,15 +79,18 @@ class DreamVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._autoreset = np.zeros(num_envs, dtype=bool)
+        self.autoreset_options: Callable[[int], dict[str, Any] | None] | None = None
+        """Called with a sub-env index at its autoreset; its options (e.g. a curriculum's task) apply."""
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
-        super().reset(seed=seed)
+        super().reset(seed=seed if isinstance(seed, int) else None)
         seeds = self._seeds(seed)
         options = dict(options or {})
         tasks = self._reset_tasks(options)
-        observations, infos = [], {}
+        observations: list[str] = []
+        infos: dict[str, Any] = {}
         for i, env in enumerate(self.envs):
             env_options = {**options, "task": tasks[i]} if tasks[i] is not None else options
             obs, info = env.reset(seed=seeds[i], options=env_options or None)
@@ -110,16 +113,22 @@ class DreamVectorEnv(VectorEnv):
         group_size = options.pop("group_size", None)
         if tasks is not None:
             if len(tasks) != self.num_envs:
-                raise ConfigurationError(f"options['tasks'] has {len(tasks)} tasks for {self.num_envs} sub-envs")
+                raise ConfigurationError(
+                    f"options['tasks'] has {len(tasks)} tasks for {self.num_envs} sub-envs"
+                )
             return list(tasks)
         if group_size is not None:
             if group_size < 1 or self.num_envs % group_size:
                 raise ConfigurationError(f"group_size {group_size} must divide num_envs {self.num_envs}")
-            drawn = [self.envs[0].resolve_task(options.get("task")) for _ in range(self.num_envs // group_size)]
+            drawn = [
+                self.envs[0].resolve_task(options.get("task")) for _ in range(self.num_envs // group_size)
+            ]
             return [drawn[i // group_size] for i in range(self.num_envs)]
         return [None] * self.num_envs
 
-    def step(self, actions: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(
+        self, actions: Sequence[str]
+    ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if len(actions) != self.num_envs:
             raise ConfigurationError(f"got {len(actions)} actions for {self.num_envs} sub-envs")
         observations: list[str] = [""] * self.num_envs
@@ -129,9 +138,9 @@ class DreamVectorEnv(VectorEnv):
         infos: dict[str, Any] = {}
         pending: dict[int, PendingStep] = {}
         results: dict[int, tuple[str, float, bool, bool, dict[str, Any]]] = {}
-        for i, (env, action) in enumerate(zip(self.envs, actions)):
+        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             if self._autoreset[i]:
-                obs, info = env.reset()
+                obs, info = env.reset(options=self.autoreset_options(i) if self.autoreset_options else None)
                 results[i] = (obs, 0.0, False, False, info)
                 continue
             prepared = env.prepare_step(action)
@@ -141,7 +150,7 @@ class DreamVectorEnv(VectorEnv):
                 results[i] = prepared
         if pending:
             transitions = self.experience_model.predict_sync([p.request for p in pending.values()])
-            for (i, prepared), transition in zip(pending.items(), transitions):
+            for (i, prepared), transition in zip(pending.items(), transitions, strict=True):
                 results[i] = self.envs[i].finish_step(prepared, transition)
         for i in range(self.num_envs):
             observations[i], rewards[i], terminations[i], truncations[i], info = results[i]
@@ -149,10 +158,11 @@ class DreamVectorEnv(VectorEnv):
         self._autoreset = terminations | truncations
         return tuple(observations), rewards, terminations, truncations, infos
 
-    def render(self) -> tuple[str | None, ...] | None:
+    def render(self) -> tuple[Any, ...] | None:
+        """The current page of each sub-env (``render_mode="ansi"``)."""
         if self.render_mode != "ansi":
             return None
-        return tuple(env.render() for env in self.envs)
+        return tuple(env.state for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:

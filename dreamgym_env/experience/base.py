@@ -12,7 +12,7 @@ from dreamgym_env.types import ExperienceRequest, Transition
 
 T = TypeVar("T")
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 """Bumped whenever the prompt assembly changes, so that cached transitions of older prompts miss."""
 
 
@@ -63,7 +63,8 @@ class ExperienceModel(ABC):
             return self._loop
 
     async def aclose(self) -> None:
-        """Release the backend's resources (HTTP clients, model weights)."""
+        """Release the backend's resources (HTTP clients, model weights); nothing by default."""
+        return None
 
     def close(self) -> None:
         """Release resources and stop the background loop."""

@@ -60,10 +60,10 @@ class RetryPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_attempts: int = Field(DEFAULT_MAX_ATTEMPTS, ge=1)
-    backoff_base_s: float = Field(DEFAULT_BACKOFF_BASE_S, ge=0)
-    backoff_max_s: float = Field(DEFAULT_BACKOFF_MAX_S, ge=0)
-    jitter: float = Field(DEFAULT_JITTER, ge=0, le=1)
+    max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1)
+    backoff_base_s: float = Field(default=DEFAULT_BACKOFF_BASE_S, ge=0)
+    backoff_max_s: float = Field(default=DEFAULT_BACKOFF_MAX_S, ge=0)
+    jitter: float = Field(default=DEFAULT_JITTER, ge=0, le=1)
 
     def delay(self, retry: int, rng: random.Random | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (1 for the first retry)."""
@@ -83,12 +83,12 @@ class EndpointConfig(BaseModel):
     base_url: str = DEFAULT_BASE_URL
     api_key: SecretStr = SecretStr(NO_KEY)
     model: str = DEFAULT_MODEL
-    timeout_s: float | None = Field(DEFAULT_TIMEOUT_S, gt=0)
-    max_concurrency: int = Field(DEFAULT_MAX_CONCURRENCY, ge=1)
-    temperature: float = Field(DEFAULT_TEMPERATURE, ge=0)
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1)
+    timeout_s: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1)
+    temperature: float = Field(default=DEFAULT_TEMPERATURE, ge=0)
+    max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
-    max_output_reasks: int = Field(DEFAULT_MAX_OUTPUT_REASKS, ge=0)
+    max_output_reasks: int = Field(default=DEFAULT_MAX_OUTPUT_REASKS, ge=0)
 
     @field_validator("base_url", mode="before")
     @classmethod
@@ -142,9 +142,10 @@ class EndpointConfig(BaseModel):
         or ``model`` means "use the default", for ``api_key`` "send no key".
         """
         env = os.environ if environ is None else environ
+        resolved_url = _pick(base_url, env, "BASE_URL", DEFAULT_BASE_URL)
         values: dict[str, Any] = {
-            "base_url": _pick(base_url, env, "BASE_URL", DEFAULT_BASE_URL),
-            "api_key": _pick(api_key, env, "API_KEY", None),
+            "base_url": resolved_url,
+            "api_key": _pick(api_key, env, "API_KEY", None, prefixes=_key_prefixes(resolved_url, env)),
             "model": _pick(model, env, "MODEL", DEFAULT_MODEL),
         }
         values.update(settings)
@@ -164,11 +165,25 @@ class EndpointConfig(BaseModel):
             raise ConfigurationError(f"invalid endpoint settings: {reasons}") from None
 
 
-def _pick(passed: Any, env: Mapping[str, str], name: str, default: Any) -> Any:
+def _key_prefixes(base_url: Any, env: Mapping[str, str]) -> tuple[str, ...]:
+    """Where a key may come from: ``OPENAI_API_KEY`` only goes to OpenAI's URL or ``OPENAI_BASE_URL``.
+
+    A user's OpenAI key must not leak to a third-party server named by ``DREAMGYM_BASE_URL``.
+    """
+    url = str(base_url).rstrip("/")
+    openai_url = env.get("OPENAI_BASE_URL", "").strip().rstrip("/")
+    if url == DEFAULT_BASE_URL or (openai_url and url == openai_url):
+        return ENV_PREFIXES
+    return ("DREAMGYM_",)
+
+
+def _pick(
+    passed: Any, env: Mapping[str, str], name: str, default: Any, prefixes: tuple[str, ...] = ENV_PREFIXES
+) -> Any:
     """Return the passed value, else the first non-empty prefixed variable, else ``default``."""
     if passed is not UNSET:
         return default if passed is None and default is not None else passed
-    for prefix in ENV_PREFIXES:
+    for prefix in prefixes:
         value = env.get(prefix + name, "").strip()
         if value:
             return value

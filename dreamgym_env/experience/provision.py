@@ -218,7 +218,9 @@ def provision(
         Path(temporary).unlink(missing_ok=True)
         raise
     stat = target.stat()
-    stamp.write_text(json.dumps({"sha256": preset.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}))
+    stamp.write_text(
+        json.dumps({"sha256": preset.sha256, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
+    )
     return target
 
 

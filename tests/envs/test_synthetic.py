@@ -6,10 +6,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dreamgym_env  # noqa: F401
-from dreamgym_env import ConfigurationError, DreamEnv, ExperienceModelError, ModelTimeoutError, UnknownNameError
+from dreamgym_env import (
+    ConfigurationError,
+    DreamEnv,
+    ExperienceModelError,
+    ModelTimeoutError,
+    UnknownNameError,
+)
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import Demonstration, ExperienceRequest, Transition
-
 
 
 def test_reset_gives_task_initial_state(scripted_model, webshop_task):
@@ -43,7 +48,7 @@ def test_valid_action_calls_model_with_request(scripted_model, webshop_task):
     request = scripted_model.requests[-1]
     assert request.action == "search[navy shirt]"  # normalised by the grammar
     assert request.state == webshop_task.initial_state and request.history == []
-    assert obs.startswith("WebShop > item") and reward == 0.0 and not terminated and not truncated
+    assert obs.startswith("WebShop | item") and reward == 0.0 and not terminated and not truncated
     assert info["action_valid"] and info["reasoning"] == "after search[navy shirt]"
     assert info["admissible_actions"] == ["click[Back to Search]", "click[< Prev]", "click[Buy Now]"]
 
@@ -125,7 +130,9 @@ def test_model_failure_raises_typed_error_and_keeps_state(webshop_task):
 def test_no_model_configured_is_a_clear_error(monkeypatch):
     for name in ("DREAMGYM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY", "DREAMGYM_LOCAL_MODEL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr("dreamgym_env.experience.selection.local_backend_available", lambda: False, raising=False)
+    monkeypatch.setattr(
+        "dreamgym_env.experience.selection.local_backend_available", lambda: False, raising=False
+    )
     with pytest.raises(ConfigurationError, match="DREAMGYM_BASE_URL"):
         gym.make("DreamGym/WebShop-v0")
 

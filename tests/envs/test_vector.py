@@ -36,7 +36,7 @@ def test_next_step_autoreset(scripted_model):
     assert list(terminated) == [True, False] and rewards[0] == 1.0
     calls = scripted_model.calls
     obs, rewards, terminated, _, infos = envs.step(["ignored", "click[< Prev]"])
-    assert obs[0].startswith("WebShop > search") and rewards[0] == 0.0 and not terminated[0]
+    assert obs[0].startswith("WebShop | search") and rewards[0] == 0.0 and not terminated[0]
     assert scripted_model.calls == calls + 1  # the resetting sub-env made no call
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -35,7 +35,12 @@ from dreamgym_env.types import ExperienceRequest, Task, Transition
 T = TypeVar("T")
 SECRET = "sk-test-SECRET123"
 FAST_RETRY = RetryPolicy(max_attempts=3, backoff_base_s=0.001, backoff_max_s=0.01, jitter=0.5)
-GOOD = {"reasoning": "the search opens results", "next_state": "WebShop [results]", "reward": 0, "done": False}
+GOOD = {
+    "reasoning": "the search opens results",
+    "next_state": "WebShop [results]",
+    "reward": 0,
+    "done": False,
+}
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
@@ -54,15 +59,13 @@ async def predict(model: OpenAIExperienceModel, requests: list[ExperienceRequest
         await model.aclose()
 
 
+def make_request(task: Task, action: str) -> ExperienceRequest:
+    return ExperienceRequest(task=task, state=task.initial_state, action=action)
+
+
 @pytest.fixture
 def request_(webshop_task: Task) -> ExperienceRequest:
-    return ExperienceRequest(task=webshop_task, state=webshop_task.initial_state, action="search[navy shirt]")
-
-
-@pytest.fixture
-def quiet_server() -> Iterator[ScriptedOpenAIServer]:
-    with ScriptedOpenAIServer() as srv:
-        yield srv
+    return make_request(webshop_task, "search[navy shirt]")
 
 
 def test_answer_becomes_transition_with_usage(server, request_):
@@ -71,8 +74,17 @@ def test_answer_becomes_transition_with_usage(server, request_):
     assert transition.next_state == "WebShop [results]" and transition.reasoning == GOOD["reasoning"]
     assert transition.reward == 0.0 and transition.terminated is False
     usage = transition.usage
-    assert (usage.prompt_tokens, usage.completion_tokens, usage.attempts, usage.model) == (111, 22, 1, "test-model")
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.attempts, usage.model) == (
+        111,
+        22,
+        1,
+        "test-model",
+    )
     assert usage.latency_s > 0
+
+
+def test_empty_batch_makes_no_call(server):
+    assert run(predict(make_model(server), [])) == [] and server.requests_total == 0
 
 
 def test_request_body_carries_prompt_and_settings(server, request_):
@@ -118,7 +130,7 @@ def test_persistent_failure_raises_typed_error(server, request_, failure, error_
         run(predict(make_model(server, **settings), [request_]))
     error = caught.value
     assert error.attempts == FAST_RETRY.max_attempts == server.requests_total
-    assert "ws-seed-0" in str(error) and "search[navy shirt]" in str(error)  # which request failed
+    assert request_.task.id in str(error) and "search[navy shirt]" in str(error)  # which request failed
     assert "test-model@http://127.0.0.1" in error.backend
     assert isinstance(error.__cause__, Exception)  # re-raised from the library's error
 
@@ -133,7 +145,7 @@ def test_unreachable_endpoint_is_transport_error(request_):
 
 def test_refused_request_is_not_retried(server, request_):
     server.enqueue(http_error(404, {"error": {"message": "The model `nope` does not exist"}}))
-    with pytest.raises(ModelRequestError, match="HTTP 404.*does not exist") as caught:
+    with pytest.raises(ModelRequestError, match=r"HTTP 404.*does not exist") as caught:
         run(predict(make_model(server), [request_]))
     assert caught.value.attempts == 1 and server.requests_total == 1
 
@@ -197,7 +209,9 @@ def test_every_format_refused_falls_back_to_plain_text(server, request_):
 
 
 def test_max_tokens_refusal_switches_to_max_completion_tokens(server, request_):
-    message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'."
+    message = (
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens'."
+    )
     server.enqueue(http_error(400, {"error": {"message": message}}))
     run(predict(make_model(server, max_tokens=77), [request_]))
     first, second = server.requests
@@ -246,7 +260,9 @@ def test_max_concurrency_bounds_requests_in_flight(request_):
 
 def test_results_keep_request_order_when_answers_arrive_out_of_order(webshop_task):
     actions = [f"search[item {i}]" for i in range(6)]
-    requests = [ExperienceRequest(task=webshop_task, state=webshop_task.initial_state, action=a) for a in actions]
+    requests = [
+        ExperienceRequest(task=webshop_task, state=webshop_task.initial_state, action=a) for a in actions
+    ]
 
     def later_requests_answer_first(body: dict[str, Any]) -> Any:
         index = int(request_action(body).split()[-1].rstrip("]"))
@@ -260,22 +276,27 @@ def test_results_keep_request_order_when_answers_arrive_out_of_order(webshop_tas
 def test_one_failure_fails_the_batch_with_its_error(webshop_task):
     def refuse_one(body: dict[str, Any]) -> Any:
         action = request_action(body)
-        return http_error(400, {"error": {"message": "bad"}}) if action == "search[bad]" else echo_responder(body)
+        return (
+            http_error(400, {"error": {"message": "bad"}})
+            if action == "search[bad]"
+            else echo_responder(body)
+        )
 
-    requests = [
-        ExperienceRequest(task=webshop_task, state=webshop_task.initial_state, action=action)
-        for action in ("search[a]", "search[bad]", "search[b]")
-    ]
-    with ScriptedOpenAIServer(responder=refuse_one) as server:
-        with pytest.raises(ModelRequestError, match=r"search\[bad\]"):
-            run(predict(make_model(server), requests))
+    requests = [make_request(webshop_task, action) for action in ("search[a]", "search[bad]", "search[b]")]
+    with (
+        ScriptedOpenAIServer(responder=refuse_one) as server,
+        pytest.raises(ModelRequestError, match=r"search\[bad\]"),
+    ):
+        run(predict(make_model(server), requests))
 
 
 def test_sync_api_and_close(server, request_):
     model = make_model(server)
     try:
         assert model.predict_one(request_).next_state == "after search[navy shirt]"
-        assert [t.next_state for t in model.predict_sync([request_, request_])] == ["after search[navy shirt]"] * 2
+        assert [t.next_state for t in model.predict_sync([request_, request_])] == [
+            "after search[navy shirt]"
+        ] * 2
     finally:
         model.close()
     assert server.requests_total == 3
@@ -291,10 +312,10 @@ def test_settings_from_environment(monkeypatch, server, request_):
     monkeypatch.setenv("DREAMGYM_BASE_URL", server.url)
     monkeypatch.setenv("DREAMGYM_MODEL", "env-model")
     monkeypatch.setenv("OPENAI_MODEL", "ignored-model")
-    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-for-third-parties")
+    monkeypatch.setenv("DREAMGYM_API_KEY", SECRET)
     model = OpenAIExperienceModel(retry=FAST_RETRY)
     assert model.model_id == "env-model" and model.config.base_url == server.url
     run(predict(model, [request_]))
     assert server.requests[0]["model"] == "env-model"
     assert server.request_headers[0]["authorization"] == f"Bearer {SECRET}"
-

@@ -1,1 +1,1 @@
-"""The WebShop domain pack: grammar, prompt, tasks, reference env, expert."""
+"""The WebShop domain pack: grammar, prompt, generated catalog and tasks, reference env, expert."""

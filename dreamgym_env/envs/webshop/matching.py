@@ -37,11 +37,13 @@ def _token_match(a: str, b: str) -> bool:
         return False
     if a.rstrip("s") == b.rstrip("s"):
         return True
-    return min(len(a), len(b)) >= 5 and ratio(a, b) >= FUZZY_TOKEN_RATIO
+    shorter, total = min(len(a), len(b)), len(a) + len(b)
+    # ratio() is at most 200 * shorter / total: skip the call when that bound is already too low
+    return shorter >= 5 and 200 * shorter >= FUZZY_TOKEN_RATIO * total and ratio(a, b) >= FUZZY_TOKEN_RATIO
 
 
 def _tokens_match(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    return len(a) == len(b) and all(_token_match(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(_token_match(x, y) for x, y in zip(a, b, strict=True))
 
 
 @lru_cache(maxsize=65_536)
@@ -64,7 +66,11 @@ def phrase_in_tokens(phrase: str, text_tokens: tuple[str, ...]) -> bool:
         if _token_match(first, text_tokens[i]) and _tokens_match(target, text_tokens[i : i + n]):
             return True
     glued = "".join(target)
-    return any(glued == "".join(text_tokens[i : i + k]) for k in (1, 2, 3) for i in range(len(text_tokens) - k + 1))
+    if glued not in "".join(text_tokens):  # a cheap necessary condition for the glued forms
+        return False
+    return any(
+        glued == "".join(text_tokens[i : i + k]) for k in (1, 2, 3) for i in range(len(text_tokens) - k + 1)
+    )
 
 
 def phrase_in_text(phrase: str, text: str) -> bool:

@@ -1,0 +1,284 @@
+"""Replay buffer: insert throughput, top-k latency and memory at 10k-1M transitions, embedder cost.
+
+Data: WebShop transitions of the reference env (noisy expert, ~12k distinct transitions). Larger
+buffers repeat them with the instruction line swapped for other tasks' instructions (distinct
+transitions whose pages recur, as in a long run); queries are the (state, action) keys of
+held-out episodes (another seed). Each size runs in its own process, so that its peak RSS is
+its own: a file-backed buffer (SQLite, WAL) with the default embedder (hashed, 256 dims) and the
+default index (exact up to 10k vectors a partition, faiss IVF above).
+
+Columns: insert rate (``add_steps`` in batches of 512, embedding + SQLite + index), single-add
+rate (``add`` per step, as the write-back does), top-k latency p50/p99 of ``buffer.search`` (embed
+the query, search the index, fetch k records) and of the index alone, recall@k of the index
+against exact search, reopen time (load vectors, rebuild the index), peak RSS, file size.
+
+Run: python benchmarks/replay.py [--sizes 10000,100000,1000000] [--queries 500] [--k 4] [--minilm]
+(10k and 100k take about a minute; 1M about six minutes on 2 cores.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.embedders import (
+    HashedEmbedder,
+    SentenceTransformerEmbedder,
+    sentence_transformer_available,
+)
+from dreamgym_env.replay.offline import collect, read_trajectories
+from dreamgym_env.types import Step, Task
+
+BASE_EPISODES = 1500
+QUERY_EPISODES = 150
+INSERT_BATCH = 512
+
+
+def make_data(workdir: Path) -> tuple[Path, Path]:
+    base, queries = workdir / "base.jsonl", workdir / "queries.jsonl"
+    if not base.exists():
+        collect("webshop", "noisy", BASE_EPISODES, base, seed=1, progress=False)
+        collect("webshop", "noisy", QUERY_EPISODES, queries, seed=99_999, progress=False)
+    return base, queries
+
+
+def unique_steps(path: Path) -> list[tuple[Task, Step]]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for trajectory in read_trajectories(path):
+        for step in trajectory.steps:
+            key = (step.state, step.action, step.next_state)
+            if key not in seen:
+                seen.add(key)
+                out.append((trajectory.task, step))
+    return out
+
+
+def scaled(base: list[tuple[Task, Step]], size: int, instructions: list[str]) -> Iterator[tuple[Task, Step]]:
+    """``size`` transitions: the base ones, then copies whose instruction line is another task's."""
+    for i in range(size):
+        task, step = base[i % len(base)]
+        copy = i // len(base)
+        if copy:
+            old = f"Instruction: {task.instruction}"
+            new = f"Instruction: {instructions[(i + copy * 7919) % len(instructions)]}"
+            step = step.model_copy(
+                update={
+                    "state": step.state.replace(old, new),
+                    "next_state": step.next_state.replace(old, new),
+                }
+            )
+        yield task, step
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] * 1e3, ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1e3
+
+
+def run_size(size: int, workdir: Path, n_queries: int, k: int) -> dict:
+    """Build a buffer of ``size`` transitions and measure it (runs in a child process)."""
+    base_path, query_path = make_data(workdir)
+    base = unique_steps(base_path)
+    instructions = [task.instruction for task in get_domain("webshop").tasks("train")]
+    queries = [(s.state, s.action) for _, s in unique_steps(query_path)][:n_queries]
+    path = workdir / f"buffer-{size}.db"
+    path.unlink(missing_ok=True)
+    buffer = ExperienceReplayBuffer(path, embedder=HashedEmbedder())
+    start = time.perf_counter()
+    chunk: list[Step] = []
+    chunk_task: Task | None = None
+    for task, step in scaled(base, size, instructions):
+        if chunk_task is not None and (task.id != chunk_task.id or len(chunk) >= INSERT_BATCH):
+            buffer.add_steps(chunk_task, chunk, source="offline")
+            chunk = []
+        chunk_task = task
+        chunk.append(step)
+    if chunk_task is not None:
+        buffer.add_steps(chunk_task, chunk, source="offline")
+    buffer.commit()
+    insert_s = time.perf_counter() - start
+    stored = len(buffer)
+
+    index = buffer._ensure_index()
+    embedder = buffer.embedder
+    for state, action in queries[:20]:  # warm up
+        buffer.search(state, action, k, domain="webshop")
+    search_times, index_times = [], []
+    for state, action in queries:
+        t0 = time.perf_counter()
+        buffer.search(state, action, k, domain="webshop")
+        search_times.append(time.perf_counter() - t0)
+    vectors = embedder.embed(queries)
+    found_ids = []
+    for vector in vectors:
+        t0 = time.perf_counter()
+        _, ids = index.search(vector[None, :], k, domains=["webshop"], sources=["offline", "real"])
+        index_times.append(time.perf_counter() - t0)
+        found_ids.append(ids[0])
+    rss_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # before the copies below
+    # recall@k of the index against exact search over the same vectors
+    all_ids, all_vectors = next(iter(index.partitions.values())).items()
+    sample = range(0, len(queries), max(1, len(queries) // 100))
+    recalls = []
+    for i in sample:
+        exact = all_ids[np.argsort(-(all_vectors @ vectors[i]))[:k]]
+        recalls.append(len(set(exact.tolist()) & set(found_ids[i].tolist())) / k)
+    del all_ids, all_vectors
+    kinds = sorted(set(index.kinds().values()))
+    buffer.close()
+
+    start = time.perf_counter()
+    reopened = ExperienceReplayBuffer(path)
+    reopened.search(*queries[0], k, domain="webshop")
+    reopen_s = time.perf_counter() - start
+    single_rate = 0.0
+    if size <= 100_000:  # the write-back path: one add per step
+        extra = list(scaled(base, 2000, instructions[::-1]))[:2000]
+        t0 = time.perf_counter()
+        for i, (task, step) in enumerate(extra):
+            reopened.add(
+                task, step.model_copy(update={"reasoning": str(i)}), source="synthetic", episode_id="e"
+            )
+        reopened.commit()
+        single_rate = len(extra) / (time.perf_counter() - t0)
+    reopened.close()
+    file_mb = sum(p.stat().st_size for p in workdir.glob(f"buffer-{size}.db*")) / 1e6
+    path.unlink(missing_ok=True)
+    search_p50, search_p99 = percentiles(search_times)
+    index_p50, index_p99 = percentiles(index_times)
+    return {
+        "size": size,
+        "stored": stored,
+        "insert_per_s": stored / insert_s,
+        "single_add_per_s": single_rate,
+        "search_p50_ms": search_p50,
+        "search_p99_ms": search_p99,
+        "index_p50_ms": index_p50,
+        "index_p99_ms": index_p99,
+        "recall": float(np.mean(recalls)),
+        "index": "+".join(kinds),
+        "reopen_s": reopen_s,
+        "peak_rss_gb": rss_gb,
+        "file_mb": file_mb,
+    }
+
+
+def embedder_cost(workdir: Path, minilm: bool) -> list[tuple[str, float, float]]:
+    """Microseconds per transition of each embedder, one at a time and in batches."""
+    base_path, _ = make_data(workdir)
+    pairs = [(s.state, s.action) for _, s in unique_steps(base_path)][:4000]
+    rows = []
+    embedders = [("hashed (256 dims)", HashedEmbedder(), pairs)]
+    if minilm and sentence_transformer_available():
+        embedders.append(("MiniLM-L6 (384 dims, CPU)", SentenceTransformerEmbedder(), pairs[:256]))
+    for name, embedder, sample in embedders:
+        embedder.embed(sample[:8])
+        start = time.perf_counter()
+        for state, action in sample[: len(sample) // 4]:  # one at a time, distinct texts (no cache hits)
+            embedder.embed_one(state, action + " #single")
+        single = (time.perf_counter() - start) / (len(sample) // 4) * 1e6
+        start = time.perf_counter()
+        for i in range(0, len(sample), 256):
+            embedder.embed([(s, a + " #batch") for s, a in sample[i : i + 256]])
+        batched = (time.perf_counter() - start) / len(sample) * 1e6
+        rows.append((name, single, batched))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000", help="buffer sizes, comma-separated")
+    parser.add_argument("--queries", type=int, default=500, help="timed queries per size")
+    parser.add_argument("--k", type=int, default=4, help="demonstrations per query")
+    parser.add_argument("--minilm", action="store_true", help="also time the MiniLM embedder (if installed)")
+    parser.add_argument("--workdir", default=None, help="where data and buffers go (default: a temp dir)")
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="dreamgym-replay-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    if args.child is not None:
+        print(json.dumps(run_size(args.child, workdir, args.queries, args.k)))
+        return
+
+    console = Console(width=200)
+    make_data(workdir)
+    table = Table(title="Embedder cost per transition (µs)")
+    for column in ("embedder", "one at a time", "batches of 256"):
+        table.add_column(column, justify="right")
+    for name, single, batched in embedder_cost(workdir, args.minilm):
+        table.add_row(name, f"{single:,.0f}", f"{batched:,.0f}")
+    console.print(table)
+
+    results = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        out = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--child",
+                str(size),
+                "--workdir",
+                str(workdir),
+                "--queries",
+                str(args.queries),
+                "--k",
+                str(args.k),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    table = Table(title=f"Replay buffer, top-{args.k} retrieval (domain and source filtered)")
+    columns = [
+        "transitions",
+        "insert /s",
+        "single add /s",
+        "search p50 ms",
+        "search p99 ms",
+        "index p50 ms",
+        "index p99 ms",
+        "recall@k",
+        "index",
+        "reopen s",
+        "peak RSS GB",
+        "file MB",
+    ]
+    for column in columns:
+        table.add_column(column, justify="right")
+    for r in results:
+        table.add_row(
+            f"{r['stored']:,}",
+            f"{r['insert_per_s']:,.0f}",
+            f"{r['single_add_per_s']:,.0f}" if r["single_add_per_s"] else "-",
+            f"{r['search_p50_ms']:.2f}",
+            f"{r['search_p99_ms']:.2f}",
+            f"{r['index_p50_ms']:.2f}",
+            f"{r['index_p99_ms']:.2f}",
+            f"{r['recall']:.3f}",
+            r["index"],
+            f"{r['reopen_s']:.1f}",
+            f"{r['peak_rss_gb']:.2f}",
+            f"{r['file_mb']:,.0f}",
+        )
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

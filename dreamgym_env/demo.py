@@ -1,0 +1,374 @@
+"""``dreamgym demo``: synthetic episodes side by side with the reference env, then a summary.
+
+A scripted policy (the domain's expert) plays a few episodes of the synthetic env. Every action
+is also given to the domain's reference env, from the same page where the reference env can
+continue from the synthetic page (WebShop can when the model reproduced a real page), otherwise
+from the reference env's own page. Each step shows the model's next state and reward beside the
+real ones; the summary gives steps, seconds per step, reward agreement and next-state similarity.
+
+Grounding (``replay=True``): a small in-memory replay buffer is filled with expert trajectories
+of the reference env on training tasks (the demo plays test tasks), and every request carries
+the most similar real transitions as demonstrations, as in the paper.
+
+
+Example::
+
+    from dreamgym_env.demo import run_demo
+    summary = run_demo(episodes=2)          # the default backend: endpoint if configured, else local
+    print(summary.seconds_per_step)
+"""
+
+from __future__ import annotations
+
+import difflib
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from rich.text import Text
+
+from dreamgym_env.agents.expert import expert_policy
+from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.errors import ConfigurationError, DreamGymError
+from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.grounding import ReplayGrounder
+from dreamgym_env.replay.offline import collect_trajectories
+from dreamgym_env.types import Task
+
+DEFAULT_EPISODES = 2
+DEFAULT_MAX_STEPS = 5
+DEFAULT_REPLAY_EPISODES = 40
+SHOWN_LINES = 8
+"""Lines of each next state shown in the step table."""
+REASONING_CHARS = 200
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    """One step of the demo: the action and what each env made of it."""
+
+    episode: int
+    step: int
+    action: str
+    synthetic_state: str
+    synthetic_reward: float
+    synthetic_done: bool
+    reference_state: str
+    reference_reward: float
+    reference_done: bool
+    same_page: bool
+    """Whether the reference env stepped from the synthetic env's page (else from its own)."""
+    model_call: bool
+    latency_s: float
+    reasoning: str = ""
+
+    @property
+    def similarity(self) -> float:
+        """How alike the two next states are (difflib ratio, 0 to 1)."""
+        return difflib.SequenceMatcher(None, self.synthetic_state, self.reference_state).ratio()
+
+    @property
+    def reward_agrees(self) -> bool:
+        return self.synthetic_reward == self.reference_reward
+
+
+@dataclass
+class DemoSummary:
+    """What the demo measured."""
+
+    model: str
+    domain: str
+    episodes: int
+    steps: int
+    model_calls: int
+    seconds_per_step: float
+    """Mean latency of the steps that called the model (invalid actions need no call)."""
+    median_seconds_per_step: float
+    wall_s: float
+    load_s: float
+    reward_agreement: float
+    done_agreement: float
+    state_similarity: float
+    same_page_share: float
+    replay_transitions: int
+    """Size of the replay buffer that grounded the model (0: no grounding)."""
+    records: list[DemoStep] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary without the per-step records."""
+        data = asdict(self)
+        data.pop("records")
+        return data
+
+
+def _build_model(model: str | None) -> ExperienceModel:
+    """The experience model for ``--model``: a preset, a GGUF path, an endpoint model name, or the default."""
+    from dreamgym_env.experience.provision import PRESETS
+    from dreamgym_env.experience.selection import default_experience_model
+
+    if model is None:
+        return default_experience_model(cache=False)
+    if model.strip().lower() in PRESETS:
+        return default_experience_model(backend="local", preset=model, cache=False)
+    if model.endswith(".gguf") or Path(model).expanduser().is_file():
+        return default_experience_model(backend="local", model_path=model, cache=False)
+    return default_experience_model(backend="endpoint", model=model, cache=False)
+
+
+def _ground(env: DreamEnv, pack: Domain, episodes: int, seed: int) -> ExperienceReplayBuffer:
+    """Fill an in-memory buffer with expert episodes of the reference env and ground ``env`` in it."""
+    reference = pack.make_reference_env(split="train", max_steps=pack.max_episode_steps)
+    try:
+        trajectories = collect_trajectories(
+            reference, expert_policy(pack), episodes, seed=seed, progress=False
+        )
+    finally:
+        reference.close()
+    buffer = ExperienceReplayBuffer(None)
+    for trajectory in trajectories:
+        buffer.add_trajectory(trajectory, source="offline")
+    ReplayGrounder(buffer, write_back=False).attach(env)
+    return buffer
+
+
+def _excerpt(text: str) -> str:
+    lines = text.split("\n")
+    more = len(lines) - SHOWN_LINES
+    return "\n".join(lines[:SHOWN_LINES] + ([f"… ({more} more lines)"] if more > 0 else []))
+
+
+def _restore(reference: gym.Env, task: Task, state: str) -> bool:
+    """Put the reference env on ``state`` if it can continue from that page."""
+    restore = getattr(reference.unwrapped, "restore", None)
+    if not callable(restore):
+        return False
+    try:
+        restore(task, state)
+    except DreamGymError:
+        return False
+    return True
+
+
+def _step_table(r: DemoStep) -> Table:
+    """One step: the action as the title, the two next states side by side, the verdicts below."""
+    called = f"model {r.latency_s:.1f}s" if r.model_call else "no model call"
+    table = Table(
+        title=Text(f"step {r.step} · {r.action} · {called}", style="bold"),
+        caption=Text(
+            f"reward {r.synthetic_reward:g} / {r.reference_reward:g} {'✓' if r.reward_agrees else '✗'} · "
+            f"done {str(r.synthetic_done).lower()} / {str(r.reference_done).lower()} · "
+            f"similarity {r.similarity:.2f}"
+            + ("" if r.same_page else " · the reference stepped from its own page")
+        ),
+        expand=True,
+    )
+    table.add_column("synthetic (experience model)", ratio=1, no_wrap=True, overflow="ellipsis")
+    table.add_column("reference (real env)", ratio=1, no_wrap=True, overflow="ellipsis")
+    synthetic = Text(_excerpt(r.synthetic_state))
+    if r.reasoning:
+        synthetic.append("\nreasoning: " + " ".join(r.reasoning.split())[:REASONING_CHARS], style="dim")
+    table.add_row(synthetic, Text(_excerpt(r.reference_state)))
+    return table
+
+
+def _summary_table(summary: DemoSummary) -> Table:
+    table = Table(title="summary", show_header=False)
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("experience model", summary.model),
+        (
+            "replay buffer (real transitions)",
+            str(summary.replay_transitions) if summary.replay_transitions else "off",
+        ),
+        ("episodes / steps", f"{summary.episodes} / {summary.steps}"),
+        ("model calls", str(summary.model_calls)),
+        (
+            "seconds per step (mean / median)",
+            f"{summary.seconds_per_step:.1f} / {summary.median_seconds_per_step:.1f}",
+        ),
+        ("model load (s)", f"{summary.load_s:.1f}"),
+        ("wall time (s)", f"{summary.wall_s:.1f}"),
+        ("reward agreement", f"{summary.reward_agreement:.0%}"),
+        ("episode-end agreement", f"{summary.done_agreement:.0%}"),
+        ("next-state similarity (mean)", f"{summary.state_similarity:.2f}"),
+        ("steps compared from the same page", f"{summary.same_page_share:.0%}"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
+
+
+def run_demo(
+    *,
+    model: str | None = None,
+    episodes: int = DEFAULT_EPISODES,
+    domain: str = "webshop",
+    max_steps: int = DEFAULT_MAX_STEPS,
+    seed: int = 0,
+    replay: bool = True,
+    replay_episodes: int = DEFAULT_REPLAY_EPISODES,
+    experience_model: ExperienceModel | None = None,
+    console: Console | None = None,
+    progress: bool = True,
+) -> DemoSummary:
+    """Run the demo and print it; return the measurements.
+
+    Arguments:
+        model: a preset name (``qwen-0.5b``), a GGUF file, or an endpoint model name; ``None``
+            chooses as ``gym.make`` does (an endpoint if configured, else the local model).
+        episodes: synthetic episodes to play.
+        domain: the domain pack (it needs a reference env and an expert policy).
+        max_steps: steps per episode at most.
+        seed: seed of the task choice.
+        replay: ground the model in a replay buffer of expert trajectories (training tasks).
+        replay_episodes: expert episodes collected into that buffer.
+        experience_model: use this backend instead of ``model`` (it is not closed afterwards).
+        console: where to print (default: a new rich console).
+        progress: show a progress bar.
+    """
+    if episodes < 1 or max_steps < 1:
+        raise ConfigurationError(f"episodes and max_steps must be >= 1, got {episodes} and {max_steps}")
+    console = console or Console()
+    pack = get_domain(domain)
+    reference = pack.make_reference_env(split="test")
+    tasks = list(getattr(reference.unwrapped, "tasks", None) or pack.tasks("test"))
+    if not tasks:
+        raise ConfigurationError(f"domain {domain!r} has no test tasks to run")
+    order = np.random.default_rng(seed).permutation(len(tasks))
+    chosen = [tasks[int(i)] for i in order[:episodes]]
+    owned = experience_model is None
+    started = time.perf_counter()
+    model_obj = experience_model or _build_model(model)
+    buffer: ExperienceReplayBuffer | None = None
+    replay_transitions = 0
+    try:
+        load_s = _load(model_obj, console)
+        env = DreamEnv(pack, model_obj, max_steps=max_steps)
+        if replay:
+            buffer = _ground(env, pack, replay_episodes, seed)
+            replay_transitions = len(buffer)
+        records = _play(env, reference, expert_policy(pack), chosen, max_steps, console, progress)
+    finally:
+        reference.close()
+        if buffer is not None:
+            buffer.close()
+        if owned:
+            model_obj.close()
+    summary = _summarise(
+        records, model_obj, domain, episodes, time.perf_counter() - started, load_s, replay_transitions
+    )
+    console.print(_summary_table(summary))
+    return summary
+
+
+def _load(model: ExperienceModel, console: Console) -> float:
+    """Load an embedded model's weights before the first step, so steps time only generation."""
+    load = getattr(getattr(model, "inner", model), "load", None)
+    if not callable(load):
+        return 0.0
+    with console.status(f"loading {model!r} ..."):
+        started = time.perf_counter()
+        load()
+    return time.perf_counter() - started
+
+
+def _play(
+    env: DreamEnv,
+    reference: gym.Env,
+    policy: Policy,
+    tasks: list[Task],
+    max_steps: int,
+    console: Console,
+    progress: bool,
+) -> list[DemoStep]:
+    records: list[DemoStep] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not progress, transient=True) as bar:
+        job = bar.add_task("synthetic steps", total=len(tasks) * max_steps)
+        for number, task in enumerate(tasks):
+            bar.console.rule(f"episode {number + 1} of {len(tasks)} · task {task.id}")
+            bar.console.print(Text(task.instruction, style="italic"))
+            reset = getattr(policy, "reset", None)
+            if callable(reset):
+                reset()
+            observation, info = env.reset(options={"task": task})
+            ref_state, _ = reference.reset(options={"task": task})
+            episode: list[DemoStep] = []
+            reference_done = False
+            for step in range(1, max_steps + 1):
+                action = policy(observation, info)
+                same_page = (env.state == ref_state and not reference_done) or _restore(
+                    reference, task, env.state
+                )
+                observation, reward, terminated, truncated, info = env.step(action)
+                if reference_done and not same_page:
+                    ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True
+                else:
+                    ref_state, raw_reward, ref_done, _, _ = reference.step(action)
+                    ref_reward, reference_done = float(raw_reward), bool(ref_done)
+                usage = info.get("usage") or {}
+                episode.append(
+                    DemoStep(
+                        episode=number,
+                        step=step,
+                        action=action,
+                        synthetic_state=observation,
+                        synthetic_reward=float(reward),
+                        synthetic_done=bool(terminated),
+                        reference_state=str(ref_state),
+                        reference_reward=float(ref_reward),
+                        reference_done=bool(ref_done),
+                        same_page=same_page,
+                        model_call=bool(usage) and not usage.get("cached", False),
+                        latency_s=float(usage.get("latency_s", 0.0)),
+                        reasoning=str(info.get("reasoning", "")),
+                    )
+                )
+                bar.console.print(_step_table(episode[-1]))
+                bar.advance(job)
+                if terminated or truncated:
+                    break
+            bar.advance(job, max_steps - len(episode))
+            records.extend(episode)
+    return records
+
+
+def _summarise(
+    records: list[DemoStep],
+    model: ExperienceModel,
+    domain: str,
+    episodes: int,
+    wall_s: float,
+    load_s: float,
+    replay_transitions: int,
+) -> DemoSummary:
+    latencies = [r.latency_s for r in records if r.model_call]
+    count = max(1, len(records))
+    return DemoSummary(
+        model=f"{type(getattr(model, 'inner', model)).__name__} {model.model_id}",
+        domain=domain,
+        episodes=episodes,
+        steps=len(records),
+        model_calls=len(latencies),
+        seconds_per_step=statistics.fmean(latencies) if latencies else 0.0,
+        median_seconds_per_step=statistics.median(latencies) if latencies else 0.0,
+        wall_s=wall_s,
+        load_s=load_s,
+        reward_agreement=sum(r.reward_agrees for r in records) / count,
+        done_agreement=sum(r.synthetic_done == r.reference_done for r in records) / count,
+        state_similarity=statistics.fmean(r.similarity for r in records) if records else 0.0,
+        same_page_share=sum(r.same_page for r in records) / count,
+        replay_transitions=replay_transitions,
+        records=records,
+    )

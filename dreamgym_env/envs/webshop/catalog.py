@@ -1,0 +1,191 @@
+"""The seeded, procedurally generated product catalog of the WebShop reference env."""
+
+from __future__ import annotations
+
+import random
+import string
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import cache, cached_property
+from typing import TYPE_CHECKING
+
+from dreamgym_env.envs.webshop import vocabulary as V
+from dreamgym_env.envs.webshop.matching import tokens
+from dreamgym_env.envs.webshop.search import BM25Index
+from dreamgym_env.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from dreamgym_env.envs.webshop.pages import Page
+
+DEFAULT_CATALOG_SEED = 0
+DEFAULT_NUM_PRODUCTS = 2_000
+MAX_RESULTS = 50
+"""A search returns at most this many products (5 pages of 10), as WebShop does."""
+SEARCH_CACHE_SIZE = 4_096
+_ID_CHARS = string.ascii_uppercase + string.digits
+
+
+@dataclass(frozen=True)
+class OptionChoice:
+    """One option group of a product: the values it offers, in vocabulary order."""
+
+    key: str
+    label: str
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Product:
+    """A catalog product."""
+
+    index: int
+    id: str
+    title: str
+    brand: str
+    category: str
+    product_type: str
+    price: float
+    rating: float
+    attributes: tuple[str, ...]
+    options: tuple[OptionChoice, ...]
+
+    @cached_property
+    def title_tokens(self) -> tuple[str, ...]:
+        return tokens(self.title)
+
+    def option(self, label: str) -> OptionChoice | None:
+        """The option group shown as ``label`` on the item page, if the product has it."""
+        return next((o for o in self.options if o.label == label), None)
+
+
+def _capitalize(phrase: str) -> str:
+    return " ".join(word[:1].upper() + word[1:] for word in phrase.split())
+
+
+class Catalog:
+    """The products of one seed, with their BM25 search index and sub-page texts.
+
+    Build one with :func:`load_catalog`, which caches catalogs per ``(seed, num_products)``:
+    a process builds each catalog once, and envs that share it are cheap to construct.
+    """
+
+    def __init__(self, seed: int = DEFAULT_CATALOG_SEED, num_products: int = DEFAULT_NUM_PRODUCTS) -> None:
+        if num_products < len(V.PRODUCT_TYPES):
+            raise ConfigurationError(f"num_products must be >= {len(V.PRODUCT_TYPES)}, got {num_products}")
+        self.seed, self.num_products = seed, num_products
+        rng = random.Random(f"webshop-catalog-{seed}")
+        kinds = [V.PRODUCT_TYPES[i % len(V.PRODUCT_TYPES)] for i in range(num_products)]
+        rng.shuffle(kinds)
+        ids: set[str] = set()
+        products = []
+        for index, kind in enumerate(kinds):
+            product_id = self._new_id(rng, ids)
+            products.append(self._new_product(rng, index, product_id, kind))
+        self.products: tuple[Product, ...] = tuple(products)
+        self.by_id: dict[str, Product] = {p.id: p for p in self.products}
+        self.index = BM25Index([self._document(p) for p in self.products])
+        self._search_cache: OrderedDict[tuple[str, ...], tuple[int, ...]] = OrderedDict()
+        self._texts: dict[tuple[str, str], tuple[str, ...]] = {}
+        self.layouts: dict[Page, tuple[str, str, tuple[str, ...]]] = {}
+        """Rendered page layouts, filled by :func:`~dreamgym_env.envs.webshop.pages.render`."""
+
+    @staticmethod
+    def _new_id(rng: random.Random, taken: set[str]) -> str:
+        while True:
+            product_id = "B0" + "".join(rng.choices(_ID_CHARS, k=8))
+            if product_id not in taken:
+                taken.add(product_id)
+                return product_id
+
+    @staticmethod
+    def _new_product(rng: random.Random, index: int, product_id: str, kind: V.ProductType) -> Product:
+        attributes = tuple(rng.sample(kind.attributes, rng.randint(2, min(5, len(kind.attributes)))))
+        options = []
+        for key in kind.groups:
+            group = V.OPTION_GROUPS[key]
+            chosen = set(rng.sample(group.values, rng.randint(2, min(6, len(group.values)))))
+            options.append(OptionChoice(key, group.label, tuple(v for v in group.values if v in chosen)))
+        brand = rng.choice(V.BRANDS[kind.category])
+        head = [brand]
+        if rng.random() < 0.6:
+            head.append(rng.choice(V.DESCRIPTORS))
+        head.append(_capitalize(kind.name))
+        title = " ".join(head) + " - " + ", ".join(_capitalize(a) for a in attributes)
+        low, high = kind.price
+        price = round(int(rng.uniform(low, high)) + rng.choice((0.99, 0.49, 0.95, 0.5)), 2)
+        rating = round(min(5.0, max(1.0, rng.gauss(4.2, 0.5))), 1)
+        return Product(
+            index,
+            product_id,
+            title,
+            brand,
+            kind.category,
+            kind.name,
+            price,
+            rating,
+            attributes,
+            tuple(options),
+        )
+
+    @staticmethod
+    def _document(product: Product) -> tuple[str, ...]:
+        values = " ".join(v for option in product.options for v in option.values)
+        return tokens(f"{product.title} {product.product_type} {product.category} {values}")
+
+    # -- search ------------------------------------------------------------------------------
+    def search(self, query: str) -> tuple[int, ...]:
+        """Indices of the products that match ``query``, best first (at most :data:`MAX_RESULTS`)."""
+        key = tokens(query)
+        hit = self._search_cache.get(key)
+        if hit is not None:
+            self._search_cache.move_to_end(key)
+            return hit
+        result = tuple(self.index.search(key, MAX_RESULTS).tolist())
+        self._search_cache[key] = result
+        if len(self._search_cache) > SEARCH_CACHE_SIZE:
+            self._search_cache.popitem(last=False)
+        return result
+
+    # -- sub-page texts ----------------------------------------------------------------------
+    def text(self, product: Product, page: str) -> tuple[str, ...]:
+        """The lines of an item's ``description``, ``features`` or ``reviews`` sub-page."""
+        key = (product.id, page)
+        lines = self._texts.get(key)
+        if lines is None:
+            rng = random.Random(f"webshop-{self.seed}-{product.id}-{page}")
+            lines = getattr(self, f"_{page}")(rng, product)
+            self._texts[key] = lines
+        return lines
+
+    @staticmethod
+    def _description(rng: random.Random, p: Product) -> tuple[str, ...]:
+        a1, a2 = rng.sample(p.attributes, 2)
+        return (
+            rng.choice(V.DESCRIPTION_OPENERS).format(type=p.product_type, brand=p.brand, category=p.category)
+            + " "
+            + rng.choice(V.DESCRIPTION_MIDDLES).format(a1=a1, a2=a2)
+            + " "
+            + rng.choice(V.DESCRIPTION_CLOSERS),
+        )
+
+    @staticmethod
+    def _features(rng: random.Random, p: Product) -> tuple[str, ...]:
+        return (f"- brand: {p.brand}", f"- category: {p.category}", *(f"- {a}" for a in p.attributes))
+
+    @staticmethod
+    def _reviews(rng: random.Random, p: Product) -> tuple[str, ...]:
+        lines = []
+        for _ in range(rng.randint(2, 4)):
+            stars = max(1, min(5, round(rng.gauss(p.rating, 0.8))))
+            lines.append(f"{rng.choice(V.REVIEWERS)} ({stars} stars): {rng.choice(V.REVIEW_TEXTS[stars])}")
+        return tuple(lines)
+
+
+def load_catalog(seed: int = DEFAULT_CATALOG_SEED, num_products: int = DEFAULT_NUM_PRODUCTS) -> Catalog:
+    """The catalog of ``seed`` with ``num_products`` products, built once per process."""
+    return _cached_catalog(int(seed), int(num_products))
+
+
+@cache
+def _cached_catalog(seed: int, num_products: int) -> Catalog:
+    return Catalog(seed, num_products)

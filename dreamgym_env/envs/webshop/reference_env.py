@@ -1,0 +1,261 @@
+"""WebShopRefEnv: the programmatic WebShop, ground truth beside the synthetic env."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from dreamgym_env.envs.domain import ActionError, ParsedAction
+from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
+from dreamgym_env.envs.webshop.domain import WebShopDomain
+from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
+from dreamgym_env.envs.webshop.grammar import parse_action
+from dreamgym_env.envs.webshop.navigation import next_page
+from dreamgym_env.envs.webshop.pages import SEARCH_LABEL, Page, Rendered, is_reachable, parse_page, render
+from dreamgym_env.envs.webshop.tasks import load_tasks
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.spaces import UnicodeText
+from dreamgym_env.types import Task
+
+RewardMode = Literal["outcome", "score"]
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+SEARCH_ACTION = "search[<query>]"
+
+
+class WebShopRefEnv(gym.Env[str, str]):
+    """A deterministic, programmatic web shop with WebShop's text pages and actions.
+
+    ## Description
+    The reference env of the WebShop domain: a seeded catalog (default 2,000 products in 7
+    categories) with BM25 search, and tasks generated from its products ("i need a long sleeve
+    men's shirt that is machine washable, in navy blue, size large, price lower than 40.00
+    dollars"). It is ground truth for offline trajectories, for measuring how faithfully an
+    experience model predicts transitions, and for sim-to-real; never the default behind a
+    synthetic id. Pages and actions are exactly those the synthetic ``DreamGym/WebShop-v0``
+    shows its experience model (``WebShopDomain().prompt``).
+
+    ## Observation Space
+    ``UnicodeText``: the current page as text (search, results, item, description/features/
+    reviews sub-page, or the purchase confirmation). Clickable labels are in square brackets.
+
+    ## Action Space
+    ``UnicodeText``: any string. Valid actions are ``search[query]`` on the search page and
+    ``click[label]`` for a label of the current page (case-insensitive). Any other string is an
+    invalid action: the page stays as it is, with an ``[Invalid action]`` line; it never raises.
+
+    ## Rewards
+    Only ``click[Buy Now]`` is rewarded. WebShop's score of the purchase, ``type match x
+    (matched attributes + matched options + price within bound) / (attributes + options + 1)``
+    (type match 1 for the right product type, 0.5 within its category, else 0; wording-tolerant
+    matching), is ``info["score"]``. The reward is 1 when the score is 1 (``won``) and 0
+    otherwise (``reward="outcome"``, the default, comparable with the synthetic env's outcome
+    reward), or the score itself (``reward="score"``, WebShop's shaped reward).
+
+    ## Starting State
+    The search page of a task. ``reset(seed=..., options={"task": task})`` takes a
+    :class:`~dreamgym_env.types.Task` of this catalog or a task id; without one it draws a task
+    of ``split`` with the env's seeded RNG.
+
+    ## Episode End
+    Terminated by ``click[Buy Now]``. Truncated after ``max_steps`` steps when set
+    (``gym.make`` applies the registered ``max_episode_steps`` through ``TimeLimit`` instead).
+
+    ## Info
+    ``task``, ``task_id``, ``source`` (``"real"``), ``admissible_actions`` (``search[<query>]``
+    on the search page, else ``click[label]`` for every label), and after a step
+    ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error``.
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``split`` | ``"train"`` | where random tasks come from (``"train"`` or ``"test"``) |
+    | ``tasks`` | ``None`` | an explicit task list instead of the split |
+    | ``reward`` | ``"outcome"`` | ``"outcome"`` (1 when won) or ``"score"`` (WebShop's score) |
+    | ``max_steps`` | ``None`` | truncate after this many steps (``None``: no limit of its own) |
+    | ``catalog_seed`` | ``0`` | seed of the generated catalog and its tasks |
+    | ``num_products`` | ``2000`` | catalog size (tasks: 3 per product, one in 6 for test) |
+    | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
+
+    The catalog, its search index and its tasks are built once per process per
+    ``(catalog_seed, num_products)``; constructing further envs is cheap.
+
+    ## Version History
+    * v0: first release.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        tasks: Sequence[Task] | None = None,
+        reward: RewardMode = "outcome",
+        max_steps: int | None = None,
+        catalog_seed: int = DEFAULT_CATALOG_SEED,
+        num_products: int = DEFAULT_NUM_PRODUCTS,
+        render_mode: str | None = None,
+        max_text_length: int = 16_384,
+    ) -> None:
+        if reward not in ("outcome", "score"):
+            raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
+        if max_steps is not None and max_steps < 1:
+            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.domain = WebShopDomain()
+        self.catalog = load_catalog(catalog_seed, num_products)
+        self.task_set = load_tasks(catalog_seed, num_products)
+        self.split = split
+        self._tasks = tuple(tasks) if tasks is not None else self.task_set.split(split)
+        self._by_id = self.task_set.by_id if tasks is None else {t.id: t for t in self._tasks}
+        self.reward_mode: RewardMode = reward
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(max_text_length)
+        self.action_space = UnicodeText(max_text_length)
+        self.task: Task | None = None
+        self.goal: Goal | None = None
+        self.page = Page("search")
+        self._rendered = Rendered("", ())
+        self.elapsed_steps = 0
+        self.last_score: Score | None = None
+        self._done = True
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def tasks(self) -> Sequence[Task]:
+        return self._tasks
+
+    @property
+    def state(self) -> str:
+        """The current page's text."""
+        return self._rendered.text
+
+    def admissible_actions(self) -> list[str]:
+        """The valid actions of the current page (as ``WebShopDomain.admissible_actions`` lists them)."""
+        labels = self._rendered.labels
+        if labels and labels[0] == SEARCH_LABEL:
+            return [SEARCH_ACTION]
+        return [f"click[{label}]" for label in labels]
+
+    def resolve_task(self, spec: Task | str | None) -> Task:
+        """Turn a Task or task id into a Task of this catalog; ``None`` draws one at random."""
+        if spec is None:
+            if not self._tasks:
+                raise ConfigurationError("this env has no tasks to draw from")
+            return self._tasks[int(self.np_random.integers(len(self._tasks)))]
+        if isinstance(spec, str):
+            task = self._by_id.get(spec) or self.task_set.by_id.get(spec)
+            if task is None:
+                if " " in spec.strip():
+                    raise ConfigurationError(
+                        "the reference env needs a task with a goal to score purchases; free instructions "
+                        "are for the synthetic env"
+                    )
+                raise UnknownNameError("task id", spec, self._by_id)
+            return task
+        if not isinstance(spec, Task):
+            raise ConfigurationError(
+                f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
+            )
+        seed, size = spec.metadata.get("catalog_seed"), spec.metadata.get("num_products")
+        if (seed, size) != (self.catalog.seed, self.catalog.num_products):
+            raise ConfigurationError(
+                f"task {spec.id!r} belongs to catalog (seed={seed}, num_products={size}), this env has "
+                f"(seed={self.catalog.seed}, num_products={self.catalog.num_products})"
+            )
+        return spec
+
+    def _show(self, page: Page) -> None:
+        assert self.task is not None
+        self.page = page
+        self._rendered = render(page, self.task.instruction, self.catalog)
+
+    def restore(self, task: Task, state: str) -> None:
+        """Put the env on page ``state`` of ``task``, as if the episode had led there.
+
+        Pages are Markov (see :mod:`~dreamgym_env.envs.webshop.pages`), so the text of a page is
+        enough. Raises :class:`~dreamgym_env.errors.ConfigurationError` when ``state`` is not a
+        page this env renders for ``task`` (or is the final page of an episode).
+        """
+        task = self.resolve_task(task)
+        page = parse_page(state, self.catalog)
+        if page is None or page.kind == "done" or not is_reachable(page, self.catalog):
+            raise ConfigurationError(
+                f"not a page the WebShop reference env can continue from: {state[:120]!r}"
+            )
+        self.task, self.goal = task, Goal.of_task(task)
+        self._show(page)
+        clean = "\n".join(line for line in state.split("\n") if not line.startswith("[Invalid action]"))
+        if self.state != clean:
+            raise ConfigurationError(f"page does not match what the reference env renders: {state[:120]!r}")
+        self.elapsed_steps, self.last_score, self._done = 0, None, False
+
+    # -- gymnasium API -----------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        task = self.resolve_task((options or {}).get("task"))
+        self.task, self.goal = task, Goal.of_task(task)
+        self._show(Page("search"))
+        self.elapsed_steps, self.last_score, self._done = 0, None, False
+        info = {
+            "task": task,
+            "task_id": task.id,
+            "source": "real",
+            "admissible_actions": self.admissible_actions(),
+        }
+        return self.state, info
+
+    def step(self, action: str) -> StepResult:
+        if self.task is None or self._done:
+            raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
+        parsed: ParsedAction | ActionError = (
+            parse_action(action) if isinstance(action, str) else ActionError("an action must be a string")
+        )
+        page = (
+            next_page(self.catalog, self.page, self._rendered.labels, parsed)
+            if isinstance(parsed, ParsedAction)
+            else None
+        )
+        self.elapsed_steps += 1
+        truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
+        info: dict[str, Any] = {"task": self.task, "task_id": self.task.id, "source": "real"}
+        if page is None:
+            error = parsed if isinstance(parsed, ActionError) else self._error(parsed)
+            observation = self.domain.invalid_action_feedback(self.state, error)
+            self._done = truncated
+            info.update(action_valid=False, error=error.message, score=0.0, won=False)
+            info["admissible_actions"] = self.admissible_actions()
+            return observation, 0.0, False, truncated, info
+        self._show(page)
+        reward, terminated, score = 0.0, False, 0.0
+        if page.kind == "done":
+            assert self.goal is not None
+            self.last_score = score_purchase(
+                self.catalog.products[page.item], dict(page.selection), self.goal
+            )
+            score, terminated = self.last_score.value, True
+            reward = score if self.reward_mode == "score" else float(self.last_score.won)
+        self._done = terminated or truncated
+        info.update(action_valid=True, score=score, won=terminated and score >= 1.0 - 1e-9)
+        info["admissible_actions"] = self.admissible_actions()
+        if self.render_mode == "human":
+            print(f"> {action}\n{self.state}")
+        return self.state, reward, terminated, truncated and not terminated, info
+
+    def _error(self, parsed: ParsedAction) -> ActionError:
+        return self.domain.validate_action(parsed, self.state) or ActionError(
+            f"{parsed.text} does nothing on this page"
+        )
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.state
+        if self.render_mode == "human":
+            print(self.state)
+        return None

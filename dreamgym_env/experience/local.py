@@ -1,0 +1,385 @@
+"""An experience model running a GGUF model in-process (xllamacpp): offline, no key, no GPU.
+
+The model answers with the same prompts, parsing, re-asks, usage accounting and typed errors as
+the OpenAI-compatible backend (:mod:`dreamgym_env.experience.openai_backend`); its output is
+constrained to the transition JSON schema (string lengths capped, so it cannot run away). Calls
+to one model instance are serialised by a lock and run in a worker thread, off the event loop; a
+cancelled or timed-out call stops generating at the next token.
+
+Example::
+
+    model = LocalExperienceModel()                      # the default preset, assembled once
+    model = LocalExperienceModel(preset="qwen-1.5b")    # the larger one, where installed
+    model = LocalExperienceModel(model_path="my.gguf")  # any chat GGUF
+    transition = model.predict_one(request)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import logging
+import os
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.errors import (
+    ConfigurationError,
+    DataError,
+    ExperienceModelError,
+    ModelOutputError,
+    ModelRequestError,
+    ModelServerError,
+    ModelTimeoutError,
+    ModelTransportError,
+    excerpt,
+)
+from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.openai_backend import _reask
+from dreamgym_env.experience.parsing import OutputParseError, parse_transition
+from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, clip, messages
+from dreamgym_env.experience.provision import PartsLocator, installed_parts, model_file
+from dreamgym_env.types import ExperienceRequest, Transition, Usage
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_N_CTX: Final = 8192
+"""Context window: the longest WebShop prompt with history and demonstrations plus the answer."""
+DEFAULT_MAX_TOKENS: Final = 2048
+"""Enough for the schema's longest answer (1,200 + 4,000 characters)."""
+DEFAULT_TEMPERATURE: Final = 0.0
+DEFAULT_SEED: Final = 0
+DEFAULT_MAX_OUTPUT_REASKS: Final = 2
+LOCAL_EXTRA_HINT: Final = "pip install 'dreamgym-env[local]'"
+
+ChatResult = dict[str, Any]
+"""A chat completion as the runtime returns it: OpenAI's shape, or ``{"error": {...}}``."""
+
+
+def available_cores() -> int:
+    """The number of CPU cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """How the embedded model is run and sampled.
+
+    ``timeout_s`` bounds one generation (``None``: no bound); ``n_threads`` defaults to the
+    available cores.
+    """
+
+    n_ctx: int = DEFAULT_N_CTX
+    n_threads: int = field(default_factory=available_cores)
+    temperature: float = DEFAULT_TEMPERATURE
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    seed: int = DEFAULT_SEED
+    max_output_reasks: int = DEFAULT_MAX_OUTPUT_REASKS
+    timeout_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("n_ctx", "n_threads", "max_tokens"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.temperature < 0:
+            raise ConfigurationError(f"temperature must be >= 0, got {self.temperature}")
+        if self.max_output_reasks < 0:
+            raise ConfigurationError(f"max_output_reasks must be >= 0, got {self.max_output_reasks}")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise ConfigurationError(f"timeout_s must be > 0 or None, got {self.timeout_s}")
+
+
+class ChatRuntime(Protocol):
+    """An in-process chat model: one blocking call at a time."""
+
+    def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> ChatResult:
+        """Answer an OpenAI-style chat request; stop early once ``should_stop()`` is true."""
+        ...
+
+    def close(self) -> None:
+        """Free the model's memory."""
+        ...
+
+
+RuntimeFactory = Callable[[Path, LocalSettings], ChatRuntime]
+"""Loads a GGUF file into a runtime; raises :class:`DataError` when the file cannot be loaded."""
+
+
+def xllamacpp_installed() -> bool:
+    """Whether the default runtime (the ``local`` extra's xllamacpp) is installed."""
+    return importlib.util.find_spec("xllamacpp") is not None
+
+
+class XllamacppRuntime:
+    """The default runtime: llama.cpp's server engine in-process, through xllamacpp.
+
+    llama.cpp's embedded server also listens on a loopback port; it is given a random API key
+    that nothing else knows, so only this process can use it.
+    """
+
+    def __init__(self, path: Path, settings: LocalSettings) -> None:
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise ConfigurationError(f"the local model needs xllamacpp: {LOCAL_EXTRA_HINT}") from exc
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = settings.n_ctx
+        params.n_parallel = 1
+        params.cpuparams.n_threads = settings.n_threads
+        params.cpuparams_batch.n_threads = settings.n_threads
+        params.sampling.seed = settings.seed
+        params.warmup = False
+        params.verbosity = -1
+        params.api_keys = [secrets.token_hex(16)]
+        try:
+            self._server: Any = xllamacpp.Server(params)
+        except Exception as exc:  # llama.cpp reports a bad file as a generic error
+            raise DataError(
+                f"could not load the model {path}: {exc}. If it is a preset, delete the file to have it "
+                f"assembled again; otherwise check that it is a chat model in GGUF format"
+            ) from exc
+
+    def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> ChatResult:
+        """Stream the answer (so that it can stop early) and return it as one completion."""
+        content: list[str] = []
+        final: ChatResult = {"finish_reason": None, "usage": {}}
+        error: ChatResult = {}
+
+        def on_chunk(chunk: dict[str, Any]) -> bool:
+            if "error" in chunk:
+                error.update(chunk)
+                return True
+            for choice in chunk.get("choices") or ():
+                content.append((choice.get("delta") or {}).get("content") or "")
+                final["finish_reason"] = choice.get("finish_reason") or final["finish_reason"]
+            final["usage"] = chunk.get("usage") or final["usage"]
+            return should_stop()
+
+        stream = {**body, "stream": True, "stream_options": {"include_usage": True}}
+        returned = self._server.handle_chat_completions(stream, on_chunk)
+        if error or (isinstance(returned, dict) and "error" in returned):
+            return error or returned
+        message = {"role": "assistant", "content": "".join(content)}
+        return {
+            "choices": [{"index": 0, "message": message, "finish_reason": final["finish_reason"]}],
+            "usage": final["usage"],
+        }
+
+    def close(self) -> None:
+        """Drop the server; llama.cpp frees the model with it."""
+        self._server = None
+
+
+def translate_runtime_error(
+    error: dict[str, Any], *, backend: str, attempts: int, context: str, n_ctx: int
+) -> ExperienceModelError:
+    """Map an error answer of the runtime to this package's error tree."""
+    detail = error.get("error", error)
+    code = detail.get("code", 500) if isinstance(detail, dict) else 500
+    message = excerpt(str(detail.get("message", detail) if isinstance(detail, dict) else detail), 500)
+    kwargs: dict[str, Any] = {"backend": backend, "attempts": attempts}
+    if isinstance(detail, dict) and detail.get("type") == "exceed_context_size_error":
+        return ModelRequestError(
+            f"{context}: the prompt does not fit the context window (n_ctx={n_ctx}): {message}; "
+            "pass a larger n_ctx, or shorten history_len or the demonstrations",
+            **kwargs,
+        )
+    if isinstance(code, int) and code >= 500:
+        return ModelServerError(f"{context}: the local model failed: {message}", **kwargs)
+    return ModelRequestError(f"{context}: the local model refused the request: {message}", **kwargs)
+
+
+class _Stopped(Exception):
+    """A generation was stopped by its deadline."""
+
+
+class LocalExperienceModel(ExperienceModel):
+    """Experience model embedded in the process: a GGUF model run by llama.cpp on the CPU.
+
+    The model file comes from ``model_path``, ``DREAMGYM_LOCAL_MODEL``, ``preset`` or
+    ``DREAMGYM_LOCAL_MODEL_PRESET`` (see :mod:`dreamgym_env.experience.provision`); a preset is
+    assembled and checksum-verified on first use. Weights load on the first prediction (or
+    :meth:`load`). Keyword ``settings`` are the fields of :class:`LocalSettings`.
+
+    Arguments:
+        model_path: a GGUF file to load instead of a preset.
+        preset: a preset name (``qwen-0.5b``, ``qwen-1.5b``).
+        settings: a :class:`LocalSettings`; or pass its fields as keywords.
+        runtime_factory: loads the file (default :class:`XllamacppRuntime`); tests pass a double.
+        locate_parts: finds a preset's part files (default: installed packages).
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        *,
+        preset: str | None = None,
+        settings: LocalSettings | None = None,
+        runtime_factory: RuntimeFactory | None = None,
+        locate_parts: PartsLocator = installed_parts,
+        **setting_values: Any,
+    ) -> None:
+        if settings is not None and setting_values:
+            raise ConfigurationError("pass settings=... or its fields as keywords, not both")
+        try:
+            self.settings = settings or LocalSettings(**setting_values)
+        except TypeError as exc:
+            raise ConfigurationError(f"unknown local model setting: {exc}") from None
+        if runtime_factory is None and not xllamacpp_installed():
+            raise ConfigurationError(f"the local model needs the xllamacpp runtime: {LOCAL_EXTRA_HINT}")
+        self.model_file, self.model_id = model_file(model_path, preset=preset, locate=locate_parts)
+        super().__init__()
+        self._runtime_factory: RuntimeFactory = runtime_factory or XllamacppRuntime
+        self._runtime: ChatRuntime | None = None
+        self._lock = threading.Lock()
+        self.load_s = 0.0
+
+    @property
+    def temperature(self) -> float:
+        """The sampling temperature (0: the same request always gets the same answer)."""
+        return self.settings.temperature
+
+    @property
+    def backend(self) -> str:
+        """How errors and logs name this backend."""
+        return f"local:{self.model_id}"
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(model_file={str(self.model_file)!r}, n_threads={self.settings.n_threads})"
+        )
+
+    def load(self) -> None:
+        """Load the weights now (otherwise the first prediction does); a no-op once loaded."""
+        with self._lock:
+            self._loaded()
+
+    def _loaded(self) -> ChatRuntime:
+        if self._runtime is None:
+            started = time.perf_counter()
+            self._runtime = self._runtime_factory(self.model_file, self.settings)
+            self.load_s = time.perf_counter() - started
+            logger.info(
+                "loaded %s in %.1fs (%d threads)", self.model_file, self.load_s, self.settings.n_threads
+            )
+        return self._runtime
+
+    async def aclose(self) -> None:
+        """Free the weights (a later prediction loads them again)."""
+        await asyncio.to_thread(self._unload)
+
+    def _unload(self) -> None:
+        with self._lock:
+            runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            runtime.close()
+
+    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        """Answer each request in order (one at a time: the model runs one generation at once)."""
+        return [await self._predict_one(request) for request in requests]
+
+    async def _predict_one(self, request: ExperienceRequest) -> Transition:
+        base = messages(get_domain(request.task.domain).prompt, request)
+        context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
+        conversation, calls, reasks = base, 0, 0
+        prompt_tokens = completion_tokens = 0
+        started = time.perf_counter()
+        while True:
+            calls += 1
+            result = await self._generate(conversation, context=context, attempts=calls)
+            if "error" in result:
+                raise translate_runtime_error(
+                    result, backend=self.backend, attempts=calls, context=context, n_ctx=self.settings.n_ctx
+                )
+            usage = result.get("usage") or {}
+            prompt_tokens += int(usage.get("prompt_tokens") or 0)
+            completion_tokens += int(usage.get("completion_tokens") or 0)
+            choice = (result.get("choices") or [None])[0]
+            output = str(((choice or {}).get("message") or {}).get("content") or "")
+            if choice is None:
+                problem = "the answer has no choices"
+            elif choice.get("finish_reason") == "length":
+                problem = f"it was cut off at max_tokens={self.settings.max_tokens} (truncated)"
+            else:
+                answer_usage = Usage(
+                    prompt_tokens=prompt_tokens,
+                    completion_tokens=completion_tokens,
+                    latency_s=time.perf_counter() - started,
+                    attempts=calls,
+                    model=self.model_id,
+                )
+                try:
+                    return parse_transition(output, answer_usage)
+                except OutputParseError as exc:
+                    problem = str(exc)
+            reasks += 1
+            if reasks > self.settings.max_output_reasks:
+                raise ModelOutputError(
+                    f"{context}: the model kept answering text that is not a transition ({problem})",
+                    output=output,
+                    backend=self.backend,
+                    attempts=calls,
+                )
+            logger.debug(
+                "%s: %s; re-asking (%d of %d)", self.backend, problem, reasks, self.settings.max_output_reasks
+            )
+            conversation = _reask(base, output, problem)
+
+    async def _generate(
+        self, conversation: list[dict[str, str]], *, context: str, attempts: int
+    ) -> ChatResult:
+        body = {
+            "messages": conversation,
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_tokens,
+            "seed": self.settings.seed,
+            "response_format": {"type": "json_object", "schema": TRANSITION_SCHEMA},
+        }
+        stop = threading.Event()
+        try:
+            return await asyncio.to_thread(self._generate_blocking, body, stop)
+        except asyncio.CancelledError:
+            stop.set()  # the worker thread stops at its next token and releases the lock
+            raise
+        except _Stopped:
+            raise ModelTimeoutError(
+                f"{context}: no answer within timeout_s={self.settings.timeout_s}",
+                backend=self.backend,
+                attempts=attempts,
+            ) from None
+        except (DataError, ConfigurationError):
+            raise
+        except Exception as exc:
+            raise ModelTransportError(
+                f"{context}: the local runtime failed: {type(exc).__name__}: {excerpt(str(exc), 300)}",
+                backend=self.backend,
+                attempts=attempts,
+            ) from exc
+
+    def _generate_blocking(self, body: dict[str, Any], stop: threading.Event) -> ChatResult:
+        with self._lock:
+            runtime = self._loaded()
+            timeout = self.settings.timeout_s
+            deadline = None if timeout is None else time.monotonic() + timeout
+            expired = threading.Event()
+
+            def should_stop() -> bool:
+                if deadline is not None and time.monotonic() > deadline:
+                    expired.set()
+                return stop.is_set() or expired.is_set()
+
+            result = runtime.chat(body, should_stop)
+        choices = result.get("choices") or [{}]
+        if expired.is_set() and choices[0].get("finish_reason") is None:
+            raise _Stopped  # cut by the deadline, not finished
+        return result

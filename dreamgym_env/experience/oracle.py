@@ -1,0 +1,196 @@
+"""OracleExperienceModel: the reference env behind the experience-model interface.
+
+An analysis tool, never a default: it measures the pipeline (grounding, curriculum, training)
+against a perfect model, and, with ``error_rate``, how training degrades as fidelity drops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import gymnasium as gym
+
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.errors import ConfigurationError, ExperienceModelError
+from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
+
+Corruption = Literal["action", "task", "reward"]
+CORRUPTIONS: tuple[Corruption, ...] = ("action", "task", "reward")
+DEFAULT_CACHE_SIZE = 100_000
+_KEY = tuple[str, str, str]
+
+
+class OracleExperienceModel(ExperienceModel):
+    """Answers each request with what the domain's reference env really does. Analysis only.
+
+    Not a model and never a default: it needs the reference env (ground truth), which a real
+    use of the synthetic env does not have. Use it to test the pipeline with perfect
+    transitions, as the upper bound of fidelity (:func:`~dreamgym_env.bench.fidelity.
+    measure_fidelity` scores it 1.0), and, with ``error_rate``, to study how training degrades
+    as transitions get worse.
+
+    How it answers: when the reference env can be restored from a page (``restore(task,
+    state)``, as WebShop's can: its pages are Markov), it restores the request's state and steps
+    the action; otherwise it replays the request's history from the task's initial state, which
+    needs the whole episode in ``history`` (raise the env's ``history_len``). Answers are cached
+    by ``(task id, state, action)`` (with replay, by the history's actions too).
+
+    ``error_rate`` corrupts that share of the distinct requests, chosen by a hash of ``seed`` and
+    the request (the same request always gets the same answer): the next state of another
+    admissible action (``"action"``), the next state the action has in another task
+    (``"task"``), or the true next state with the reward flipped (``"reward"``), one kind in
+    three. ``stats`` counts answers, cache hits and corruptions.
+
+    Example:
+        >>> from dreamgym_env.envs.synthetic import DreamEnv
+        >>> env = DreamEnv("webshop", experience_model=OracleExperienceModel())  # doctest: +SKIP
+    """
+
+    model_id = "oracle"
+
+    def __init__(
+        self,
+        domain: str | Domain = "webshop",
+        *,
+        error_rate: float = 0.0,
+        seed: int = 0,
+        env: gym.Env | None = None,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        env_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        if not 0.0 <= error_rate <= 1.0:
+            raise ConfigurationError(f"error_rate must be in [0, 1], got {error_rate}")
+        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.env = env if env is not None else self.domain.make_reference_env(**(env_kwargs or {}))
+        self.error_rate, self.seed, self.cache_size = error_rate, seed, cache_size
+        self._cache: OrderedDict[_KEY, Transition] = OrderedDict()
+        self.stats: Counter[str] = Counter()
+        self.restorable = callable(getattr(self.env.unwrapped, "restore", None))
+
+    def __repr__(self) -> str:
+        return f"OracleExperienceModel(domain={self.domain.name!r}, error_rate={self.error_rate})"
+
+    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        return [self.answer(request) for request in requests]
+
+    # -- answers -----------------------------------------------------------------------------
+    def answer(self, request: ExperienceRequest) -> Transition:
+        """The (possibly corrupted) transition for one request."""
+        start = time.perf_counter()
+        self.stats["answers"] += 1
+        where = (
+            request.state
+            if self.restorable
+            else "\x1f".join([*(s.action for s in request.history), request.state])
+        )
+        key = (request.task.id, where, request.action)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self.stats["cache_hits"] += 1
+            self._cache.move_to_end(key)
+            return hit.model_copy(
+                update={"usage": hit.usage.model_copy(update={"cached": True, "latency_s": 0.0})}
+            )
+        digest = hashlib.sha256(f"{self.seed}|{key[0]}|{key[1]}|{key[2]}".encode()).digest()
+        corrupt = int.from_bytes(digest[:8], "big") / 2**64 < self.error_rate
+        kind = CORRUPTIONS[digest[8] % len(CORRUPTIONS)] if corrupt else None
+        transition = self._corrupted(kind, request, digest) if kind else None
+        if transition is None:
+            transition = self.true_transition(request)
+        transition = transition.model_copy(
+            update={"usage": Usage(model=self.model_id, latency_s=time.perf_counter() - start)}
+        )
+        self._cache[key] = transition
+        if len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return transition
+
+    def true_transition(self, request: ExperienceRequest) -> Transition:
+        """What the reference env does after ``request.action`` (never corrupted, not cached)."""
+        return self._step(request.task, request, request.action)
+
+    def _step(
+        self, task: Task, request: ExperienceRequest, action: str, state: str | None = None
+    ) -> Transition:
+        env: Any = self.env.unwrapped
+        state = request.state if state is None else state
+        try:
+            if self.restorable:
+                env.restore(task, state)
+            else:
+                self._replay(env, task, request)
+        except ConfigurationError as exc:
+            raise ExperienceModelError(
+                f"the reference env cannot answer this request: {exc}", backend="oracle"
+            ) from exc
+        observation, reward, terminated, _, info = env.step(action)
+        return Transition(
+            reasoning=f"oracle: the {self.domain.name} reference env answered (action_valid="
+            f"{info.get('action_valid', True)})",
+            next_state=observation,
+            reward=float(reward),
+            terminated=bool(terminated),
+        )
+
+    @staticmethod
+    def _replay(env: gym.Env, task: Task, request: ExperienceRequest) -> None:
+        start = request.history[0].state if request.history else request.state
+        if start != task.initial_state:
+            raise ConfigurationError(
+                "the history does not start at the task's initial state and this reference env cannot be "
+                "restored from a page; raise the env's history_len to cover whole episodes"
+            )
+        env.reset(options={"task": task})
+        for step in request.history:
+            env.step(step.action)
+
+    # -- corruption --------------------------------------------------------------------------
+    def _corrupted(self, kind: Corruption, request: ExperienceRequest, digest: bytes) -> Transition | None:
+        self.stats[f"corrupted_{kind}"] += 1
+        true = self.true_transition(request)
+        if kind == "reward":
+            return true.model_copy(update={"reward": 1.0 - min(1.0, max(0.0, true.reward))})
+        if kind == "action":
+            other = self._other_action(request, digest)
+            if other is not None:
+                return self._step(request.task, request, other)
+        other_task = self._other_task(request.task, digest)
+        if other_task is None:
+            return true.model_copy(update={"reward": 1.0 - min(1.0, max(0.0, true.reward))})
+        state = request.state.replace(request.task.instruction, other_task.instruction)
+        moved = request.model_copy(
+            update={
+                "task": other_task,
+                "state": state,
+                "history": [
+                    step.model_copy(
+                        update={"state": step.state.replace(request.task.instruction, other_task.instruction)}
+                    )
+                    for step in request.history
+                ],
+            }
+        )
+        return self._step(other_task, moved, request.action, state)
+
+    def _other_action(self, request: ExperienceRequest, digest: bytes) -> str | None:
+        actions = list(self.domain.admissible_actions(request.state) or [])
+        choices = [a for a in actions if a.lower() != request.action.lower() and "<" not in a]
+        if any("<" in a for a in actions):  # a free-text action (a search): change its text
+            words = request.task.instruction.split()
+            choices.append(request.action.split("[")[0] + f"[{words[digest[9] % len(words)]}]")
+        if not choices:
+            return None
+        return choices[int.from_bytes(digest[10:12], "big") % len(choices)]
+
+    def _other_task(self, task: Task, digest: bytes) -> Task | None:
+        tasks = [t for t in getattr(self.env.unwrapped, "tasks", ()) or () if t.id != task.id]
+        if not tasks:
+            return None
+        return tasks[int.from_bytes(digest[12:16], "big") % len(tasks)]

@@ -1,0 +1,448 @@
+"""ExperienceReplayBuffer: persistent transitions with cosine top-k retrieval by (state, action).
+
+The buffer of the DreamGym paper: seeded with offline real trajectories, enriched online with
+fresh transitions (real ones from a reference env, synthetic ones from the experience model),
+and searched for the k transitions most similar to the one the experience model must predict.
+
+    >>> from dreamgym_env.replay import ExperienceReplayBuffer, HashedEmbedder
+    >>> buffer = ExperienceReplayBuffer("runs/webshop.db", embedder=HashedEmbedder())  # doctest: +SKIP
+    >>> buffer.load_jsonl("webshop_offline.jsonl")                                     # doctest: +SKIP
+    >>> hits = buffer.search(state, "click[Buy Now]", k=4, domain="webshop")         # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.replay.embedders import Embedder, KeyPair, make_embedder
+from dreamgym_env.replay.index import APPROXIMATE_ABOVE, DEFAULT_NPROBE, PartitionedIndex
+from dreamgym_env.replay.offline import iter_trajectories
+from dreamgym_env.replay.records import (
+    EVICTION_ORDER,
+    GROUNDING_SOURCES,
+    SOURCES,
+    BufferStats,
+    ReplayHit,
+    ReplayRecord,
+)
+from dreamgym_env.replay.store import DEFAULT_COMMIT_EVERY, DEFAULT_COMMIT_INTERVAL_S, ReplayStore
+from dreamgym_env.types import Source, Step, Task, Trajectory
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EVICT_FRACTION = 0.01
+"""When full, the buffer evicts this share of its capacity at once (eviction in batches)."""
+LOAD_BATCH_STEPS = 1024
+"""Steps embedded together when loading offline data."""
+
+
+def content_key(domain: str, source: str, step: Step) -> bytes:
+    """The dedup key of a transition: a hash of its domain, source and content (not its episode)."""
+    fields = (
+        domain,
+        source,
+        step.state,
+        step.action,
+        step.next_state,
+        repr(float(step.reward)),
+        str(step.done),
+    )
+    return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).digest()
+
+
+def _check_source(source: str) -> Source:
+    if source not in SOURCES:
+        raise ConfigurationError(f"source must be one of {SOURCES}, got {source!r}")
+    return source  # type: ignore[return-value]
+
+
+class ExperienceReplayBuffer:
+    """Transitions of one or more domains, stored in SQLite and searchable by (state, action).
+
+    Each transition is stored once (exact repeats of the same domain, source and content are
+    deduplicated; each episode still remembers all its steps, so export restores it), with its
+    source (``offline``, ``real`` or ``synthetic``), task, episode and time. Its key ``(state,
+    action)`` is embedded by ``embedder`` and indexed per ``(domain, source)`` partition (see
+    :mod:`dreamgym_env.replay.index`), so filters by domain and source are exact.
+
+    When ``capacity`` is set and exceeded, the oldest synthetic transitions are evicted first;
+    real ones only when no synthetic remain, offline ones last. Eviction runs in batches of
+    ``evict_fraction * capacity``.
+
+    Writes are durable once committed: the buffer commits every ``commit_every`` writes or
+    ``commit_interval_s`` seconds, and on :meth:`commit` and :meth:`close`. Use one writing
+    process per file; other processes may read it (e.g. ``dreamgym buffer stats``).
+
+    Args:
+        path: the SQLite file (created when missing); ``None`` keeps everything in memory.
+        embedder: an :class:`~dreamgym_env.replay.embedders.Embedder` or a spec string; default:
+            the one the buffer was built with, else ``DREAMGYM_EMBEDDER``, else ``"auto"``.
+        capacity: most transitions kept (``None``: unbounded).
+        approximate_above: partition size above which the index goes approximate (needs faiss);
+            ``None``: always exact.
+        nprobe: inverted lists an approximate query scans.
+        commit_every, commit_interval_s: the write batch (see above).
+        evict_fraction: share of the capacity evicted at once when full.
+        read_only: open an existing file for reading only.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | str | None = None,
+        capacity: int | None = None,
+        approximate_above: int | None = APPROXIMATE_ABOVE,
+        nprobe: int = DEFAULT_NPROBE,
+        commit_every: int = DEFAULT_COMMIT_EVERY,
+        commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
+        evict_fraction: float = DEFAULT_EVICT_FRACTION,
+        read_only: bool = False,
+    ) -> None:
+        if capacity is not None and capacity < 1:
+            raise ConfigurationError(f"capacity must be >= 1 or None, got {capacity}")
+        if not 0.0 <= evict_fraction < 1.0:
+            raise ConfigurationError(f"evict_fraction must be in [0, 1), got {evict_fraction}")
+        self._lock = threading.RLock()
+        self.store = ReplayStore(
+            path, read_only=read_only, commit_every=commit_every, commit_interval_s=commit_interval_s
+        )
+        self.path = self.store.path
+        self.read_only = read_only
+        self.capacity = capacity
+        self.evict_fraction = evict_fraction
+        self.duplicates = 0
+        """Transitions skipped as exact repeats since this buffer was opened."""
+        self._embedder_arg = embedder
+        self._embedder: Embedder | None = None
+        self._index: PartitionedIndex | None = None
+        self._index_options = {"approximate_above": approximate_above, "nprobe": nprobe}
+        self._counts = {source: 0 for source in SOURCES} | self.store.count_by("source")
+        self._warned_protected = False
+        if capacity is not None and not read_only:
+            with self._lock:
+                self._evict_if_full()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def commit(self) -> None:
+        """Make every write so far durable."""
+        with self._lock:
+            self.store.commit()
+
+    def close(self) -> None:
+        """Commit and close the file."""
+        with self._lock:
+            self.store.close()
+
+    def __enter__(self) -> ExperienceReplayBuffer:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return sum(self._counts.values())
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path is not None else ":memory:"
+        return f"ExperienceReplayBuffer({where!r}, transitions={len(self)}, capacity={self.capacity})"
+
+    def counts(self) -> dict[str, int]:
+        """Transitions per source (every source listed, zeros included)."""
+        return dict(self._counts)
+
+    # -- embedder and index -------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder of the keys (resolved on first use: loading a model can take seconds)."""
+        if self._embedder is None:
+            stored = self.store.get_meta("embedder")
+            if self._embedder_arg is None and stored is not None:
+                try:
+                    self._embedder = make_embedder(stored)
+                except ConfigurationError as exc:
+                    logger.warning("buffer embedder %r unavailable here (%s); using the default", stored, exc)
+            if self._embedder is None:
+                self._embedder = make_embedder(self._embedder_arg)
+        return self._embedder
+
+    def _ensure_index(self) -> PartitionedIndex:
+        if self._index is not None:
+            return self._index
+        embedder = self.embedder
+        spec, dim = self.store.get_meta("embedder"), self.store.get_meta("dim")
+        if (spec, dim) != (embedder.spec, str(embedder.dim)):
+            if self.read_only and self.store.count_table("vectors"):
+                raise DataError(
+                    f"buffer vectors were made by {spec!r}, not {embedder.spec!r}; open it writable to re-embed"
+                )
+            if not self.read_only:
+                if spec is not None:
+                    logger.info(
+                        "re-embedding the buffer: its vectors were made by %r, now %r", spec, embedder.spec
+                    )
+                self.store.clear_vectors()
+                self.store.set_meta("embedder", embedder.spec)
+                self.store.set_meta("dim", str(embedder.dim))
+        index = PartitionedIndex(embedder.dim, **self._index_options)  # type: ignore[arg-type]
+        for ids, domains, sources, vectors in self.store.iter_vectors(embedder.dim):
+            self._add_grouped(index, ids, domains, sources, vectors)
+        for rows in self.store.iter_unembedded():
+            ids = np.array([row[0] for row in rows], dtype=np.int64)
+            vectors = embedder.embed([(row[3], row[4]) for row in rows])
+            if not self.read_only:
+                self.store.put_vectors(ids.tolist(), vectors)
+            self._add_grouped(index, ids, [row[1] for row in rows], [row[2] for row in rows], vectors)
+        if not self.read_only:
+            self.store.commit()
+        self._index = index
+        return index
+
+    @staticmethod
+    def _add_grouped(
+        index: PartitionedIndex, ids: np.ndarray, domains: list[str], sources: list[str], vectors: np.ndarray
+    ) -> None:
+        keys = list(zip(domains, sources, strict=True))
+        for key in dict.fromkeys(keys):
+            mask = np.fromiter((k == key for k in keys), dtype=bool, count=len(keys))
+            index.add(key, ids[mask], vectors[mask])
+
+    # -- writes -------------------------------------------------------------------------------
+    def add(
+        self,
+        task: Task,
+        step: Step,
+        *,
+        source: Source,
+        episode_id: str | None = None,
+        step_index: int | None = None,
+        timestamp: float | None = None,
+    ) -> int:
+        """Store one step of an episode; return its transition id (the existing one for a repeat).
+
+        ``step_index`` defaults to the next index of ``episode_id`` (a new episode when ``None``).
+        """
+        if step_index is None:
+            step_index = self.store.next_step_index(episode_id) if episode_id is not None else 0
+        return self.add_steps(
+            task, [step], source=source, episode_id=episode_id, step_indices=[step_index], timestamp=timestamp
+        )[0]
+
+    def add_trajectory(
+        self, trajectory: Trajectory, *, source: Source | None = None, episode_id: str | None = None
+    ) -> list[int]:
+        """Store every step of a trajectory (tagged ``source``, default its own); return the ids."""
+        return self.add_steps(
+            trajectory.task,
+            trajectory.steps,
+            source=source or trajectory.source,
+            episode_id=episode_id,
+            policy=trajectory.policy,
+            metadata=trajectory.metadata,
+        )
+
+    def add_steps(
+        self,
+        task: Task,
+        steps: Sequence[Step],
+        *,
+        source: Source,
+        episode_id: str | None = None,
+        step_indices: Sequence[int] | None = None,
+        policy: str = "",
+        metadata: dict[str, Any] | None = None,
+        timestamp: float | None = None,
+    ) -> list[int]:
+        """Store steps of one episode (embedded together); return their transition ids, in order."""
+        source = _check_source(source)
+        if self.read_only:
+            raise ConfigurationError("this replay buffer was opened read-only")
+        if step_indices is not None and len(step_indices) != len(steps):
+            raise ConfigurationError(f"got {len(step_indices)} step indices for {len(steps)} steps")
+        episode_id = episode_id or uuid.uuid4().hex
+        indices = list(step_indices) if step_indices is not None else list(range(len(steps)))
+        now = time.time() if timestamp is None else timestamp
+        with self._lock:
+            index = self._ensure_index()
+            self.store.put_task(task)
+            self.store.put_episode(episode_id, task.id, source, policy, dict(metadata or {}), now)
+            keys = [content_key(task.domain, source, step) for step in steps]
+            known = self.store.find_keys(list(dict.fromkeys(keys)))
+            new_rows: list[tuple[bytes, int, Step]] = []
+            for key, step, step_index in zip(keys, steps, indices, strict=True):
+                if key in known:
+                    self.duplicates += 1
+                else:
+                    known[key] = -1  # a repeat inside this batch is a duplicate too
+                    new_rows.append((key, step_index, step))
+            new_ids = self.store.put_transitions(
+                new_rows,
+                domain=task.domain,
+                source=source,
+                task_id=task.id,
+                episode_id=episode_id,
+                timestamp=now,
+            )
+            known.update((key, tid) for (key, _, _), tid in zip(new_rows, new_ids, strict=True))
+            ids = [known[key] for key in keys]
+            fresh = [(tid, step) for (_, _, step), tid in zip(new_rows, new_ids, strict=True)]
+            if fresh:
+                fresh_ids = np.array([i for i, _ in fresh], dtype=np.int64)
+                vectors = self.embedder.embed([(step.state, step.action) for _, step in fresh])
+                self.store.put_vectors(fresh_ids.tolist(), vectors)
+                index.add((task.domain, source), fresh_ids, vectors)
+                self._counts[source] += len(fresh)
+            self.store.link_steps([(episode_id, i, tid) for i, tid in zip(indices, ids, strict=True)])
+            self.store.wrote(max(1, len(steps)))
+            self._evict_if_full()
+        return ids
+
+    def _evict_if_full(self) -> None:
+        if self.capacity is None or len(self) <= self.capacity:
+            return
+        want = len(self) - self.capacity + int(self.capacity * self.evict_fraction)
+        index = self._index
+        for source in EVICTION_ORDER:
+            if want <= 0:
+                break
+            rows = self.store.oldest(source, want)
+            if not rows:
+                continue
+            if source != "synthetic" and not self._warned_protected:
+                self._warned_protected = True
+                logger.warning(
+                    "replay buffer full of %s data: evicting the oldest %s transitions", source, source
+                )
+            self.store.delete([row[0] for row in rows])
+            if index is not None:
+                for domain in {row[1] for row in rows}:
+                    ids = np.array([row[0] for row in rows if row[1] == domain], dtype=np.int64)
+                    index.remove((domain, source), ids)
+            self._counts[source] -= len(rows)
+            want -= len(rows)
+        self.store.commit()
+
+    # -- offline data -------------------------------------------------------------------------
+    def load_jsonl(self, path: str | os.PathLike[str], *, source: Source | None = "offline") -> int:
+        """Load an offline JSONL file (``dreamgym collect`` output); return the trajectories read.
+
+        Every transition is tagged ``source`` (default ``"offline"``; ``None`` keeps each
+        trajectory's own). Loading the same file twice adds nothing: episode ids derive from
+        the line content, and transitions are deduplicated.
+        """
+        count = 0
+        for trajectory in iter_trajectories(path):
+            canonical = trajectory.model_dump_json().encode("utf-8")
+            episode_id = "traj-" + hashlib.blake2b(canonical, digest_size=12).hexdigest()
+            self.add_trajectory(trajectory, source=source, episode_id=episode_id)
+            count += 1
+        self.commit()
+        return count
+
+    def export_jsonl(self, path: str | os.PathLike[str], *, sources: Sequence[Source] | None = None) -> int:
+        """Write the stored episodes as offline JSONL (one Trajectory a line); return how many."""
+        count = 0
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock, open(target, "w", encoding="utf-8") as handle:
+            for task, source, policy, metadata, steps in self.store.iter_episodes(sources):
+                trajectory = Trajectory(
+                    task=task, steps=steps, source=source, policy=policy, metadata=metadata
+                )  # type: ignore[arg-type]
+                handle.write(trajectory.model_dump_json() + "\n")
+                count += 1
+        return count
+
+    # -- retrieval ----------------------------------------------------------------------------
+    def search(
+        self,
+        state: str,
+        action: str,
+        k: int = 4,
+        *,
+        domain: str | Sequence[str] | None = None,
+        sources: Sequence[Source] | None = GROUNDING_SOURCES,
+    ) -> list[ReplayHit]:
+        """The ``k`` stored transitions whose ``(state, action)`` is most similar, best first.
+
+        ``domain`` and ``sources`` filter exactly (``None``: any). By default only real
+        transitions (``offline`` and ``real``) are returned, as the paper grounds on real data.
+        """
+        return self.search_many([(state, action)], k, domain=domain, sources=sources)[0]
+
+    def search_many(
+        self,
+        pairs: Sequence[KeyPair],
+        k: int = 4,
+        *,
+        domain: str | Sequence[str] | None = None,
+        sources: Sequence[Source] | None = GROUNDING_SOURCES,
+    ) -> list[list[ReplayHit]]:
+        """:meth:`search` for a batch of keys at once (one embedding call, one index pass)."""
+        if k < 0:
+            raise ConfigurationError(f"k must be >= 0, got {k}")
+        if not pairs:
+            return []
+        domains = [domain] if isinstance(domain, str) else domain
+        with self._lock:
+            index = self._ensure_index()
+            if k == 0 or len(index) == 0:
+                return [[] for _ in pairs]
+            scores, ids = index.search(self.embedder.embed(pairs), k, domains=domains, sources=sources)
+            wanted = [int(i) for i in dict.fromkeys(ids[ids >= 0].tolist())]
+            records = {record.id: record for record in self.store.records(wanted)}
+        return [
+            [
+                ReplayHit(records[int(i)], float(s))
+                for s, i in zip(row_scores, row_ids, strict=True)
+                if int(i) in records
+            ]
+            for row_scores, row_ids in zip(scores, ids, strict=True)
+        ]
+
+    def get(self, transition_id: int) -> ReplayRecord | None:
+        """The record of one transition id, or ``None`` when it is not stored."""
+        with self._lock:
+            found = self.store.records([transition_id])
+        return found[0] if found else None
+
+    # -- statistics ---------------------------------------------------------------------------
+    def stats(self) -> BufferStats:
+        """Sizes by source and domain, episodes, tasks, embedder and index kinds."""
+        with self._lock:
+            file_bytes = 0
+            if self.path is not None:
+                file_bytes = sum(
+                    p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists()
+                )
+            kinds = {
+                f"{d}/{s}": kind for (d, s), kind in (self._index.kinds() if self._index else {}).items()
+            }
+            return BufferStats(
+                path=str(self.path) if self.path is not None else ":memory:",
+                transitions=len(self),
+                by_source={source: n for source, n in self._counts.items() if n},
+                by_domain=self.store.count_by("domain"),
+                episodes=self.store.count_table("episodes"),
+                tasks=self.store.count_table("tasks"),
+                capacity=self.capacity,
+                embedder=self._embedder.spec
+                if self._embedder is not None
+                else (self.store.get_meta("embedder") or ""),
+                file_bytes=file_bytes,
+                index_kinds=kinds,
+            )

@@ -1,0 +1,190 @@
+"""Replay grounding: retrieved demonstrations for experience requests, transitions written back.
+
+:class:`ReplayGrounder` holds the logic that the :class:`~dreamgym_env.wrappers.ReplayGrounding`
+wrappers plug into synthetic envs: a context provider (the k transitions of the buffer most
+similar to the request's ``(state, action)``, compacted to bound the prompt) and a step listener
+(each finished step written back, tagged with its source).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
+from dreamgym_env.types import Demonstration, ExperienceRequest, Source, Step, Task
+
+if TYPE_CHECKING:
+    from dreamgym_env.envs.synthetic import DreamEnv, StepListener
+
+DEFAULT_K = 4
+DEMO_STATE_CHARS = 160
+"""A demonstration's state is compacted to about this many characters (about 45 tokens)."""
+DEMO_NEXT_STATE_CHARS = 240
+"""A demonstration's next state is compacted to about this many characters (about 70 tokens)."""
+
+_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+
+
+def compact_text(text: str, limit: int, *, drop: str = "", keep: Sequence[str] = ()) -> str:
+    """Shorten ``text`` to about ``limit`` characters, whole lines at a time.
+
+    Lines containing ``drop`` (e.g. the demonstration's own task instruction, repeated on every
+    page) are removed. The first line (a page header in every domain) is always kept, then the
+    lines containing any of ``keep`` (e.g. the label the action clicks), then the other lines in
+    order while they fit; omitted lines are counted in a closing ``[... N more lines]``.
+    """
+    lines = [line for line in text.splitlines() if not (drop and drop in line)]
+    if not lines:
+        return ""
+    if sum(len(line) + 1 for line in lines) <= limit + 1:
+        return "\n".join(lines)
+    chosen = {0}
+    budget = limit - len(lines[0])
+    wanted = [i for i, line in enumerate(lines[1:], 1) if any(k and k in line for k in keep)]
+    rest = [i for i in range(1, len(lines)) if i not in wanted]
+    for i in wanted + rest:
+        if len(lines[i]) + 1 > budget and i in wanted and budget > 30:  # a wanted line is cut, not lost
+            lines[i] = lines[i][: budget - 7] + " [...]"
+        if len(lines[i]) + 1 <= budget:
+            chosen.add(i)
+            budget -= len(lines[i]) + 1
+    if len(chosen) == 1 and len(lines) > 1 and budget > 20:  # a single long line: cut it
+        chosen.add(1)
+        lines[1] = lines[1][: budget - 6] + " [...]"
+    omitted = len(lines) - len(chosen)
+    kept = [lines[i] for i in sorted(chosen)]
+    if len(kept[0]) > limit:
+        kept[0] = kept[0][: max(limit - 6, 1)] + " [...]"
+    return "\n".join(kept) + (f"\n[... {omitted} more line{'s' if omitted > 1 else ''}]" if omitted else "")
+
+
+def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_chars: int) -> Demonstration:
+    """A demonstration whose states are compacted for the prompt (see :func:`compact_text`).
+
+    The instruction line is dropped (the demonstration belongs to another task), and in the
+    state the lines naming the action's bracketed argument are kept first.
+    """
+    instruction = demo.task_instruction.strip() if len(demo.task_instruction.strip()) >= 8 else ""
+    keep = _BRACKETED.findall(demo.action)
+    keep_labels = [f"[{label}]" for label in keep]
+    return demo.model_copy(
+        update={
+            "state": compact_text(demo.state, state_chars, drop=instruction, keep=keep_labels),
+            "next_state": compact_text(demo.next_state, next_state_chars, drop=instruction),
+        }
+    )
+
+
+class ReplayGrounder:
+    """Retrieval for experience requests and write-back of finished steps, for any DreamEnv.
+
+    Args:
+        buffer: the replay buffer to search and to write to.
+        k: demonstrations per request.
+        sources: the sources retrieved (default ``("offline", "real")``; ``None``: all).
+        write_back: write each finished step to the buffer.
+        record_invalid: also write back invalid-action steps (their feedback is programmatic).
+        state_chars, next_state_chars: compaction of demonstration states; ``None``: keep whole.
+    """
+
+    def __init__(
+        self,
+        buffer: ExperienceReplayBuffer,
+        *,
+        k: int = DEFAULT_K,
+        sources: Sequence[Source] | None = GROUNDING_SOURCES,
+        write_back: bool = True,
+        record_invalid: bool = False,
+        state_chars: int | None = DEMO_STATE_CHARS,
+        next_state_chars: int | None = DEMO_NEXT_STATE_CHARS,
+    ) -> None:
+        if not isinstance(buffer, ExperienceReplayBuffer):
+            raise ConfigurationError(f"buffer must be an ExperienceReplayBuffer, got {type(buffer).__name__}")
+        if k < 0:
+            raise ConfigurationError(f"k must be >= 0, got {k}")
+        if sources is not None:
+            unknown = [s for s in sources if s not in SOURCES]
+            if unknown:
+                raise ConfigurationError(f"unknown sources {unknown}; known: {SOURCES}")
+        self.buffer = buffer
+        self.k = k
+        self.sources = tuple(sources) if sources is not None else None
+        self.write_back = write_back
+        self.record_invalid = record_invalid
+        self.state_chars = state_chars
+        self.next_state_chars = next_state_chars
+        self.retrievals = 0
+        """Requests answered with demonstrations so far."""
+        self.written = 0
+        """Steps handed to the buffer so far (repeats included)."""
+        self._prefetched: dict[tuple[str, str, str], list[Demonstration]] = {}
+
+    # -- retrieval ----------------------------------------------------------------------------
+    def demonstrations(self, request: ExperienceRequest) -> list[Demonstration]:
+        """The k demonstrations for a request (a context provider of :class:`DreamEnv`)."""
+        if self.k == 0:
+            return []
+        key = (request.task.domain, request.state, request.action)
+        found = self._prefetched.pop(key, None)
+        if found is None:
+            hits = self.buffer.search(
+                request.state, request.action, self.k, domain=request.task.domain, sources=self.sources
+            )
+            found = [self._compact(hit.record.to_demonstration()) for hit in hits]
+        self.retrievals += 1
+        return found
+
+    def prefetch(self, domain: str, pairs: Sequence[tuple[str, str]]) -> None:
+        """Retrieve for many ``(state, action)`` keys in one batch; later requests use the results."""
+        if self.k == 0 or not pairs:
+            return
+        unique = list(dict.fromkeys(pairs))
+        results = self.buffer.search_many(unique, self.k, domain=domain, sources=self.sources)
+        for (state, action), hits in zip(unique, results, strict=True):
+            demos = [self._compact(hit.record.to_demonstration()) for hit in hits]
+            self._prefetched[(domain, state, action)] = demos
+
+    def clear_prefetched(self) -> None:
+        """Forget prefetched results that no request used (e.g. sub-envs that were resetting)."""
+        self._prefetched.clear()
+
+    def _compact(self, demo: Demonstration) -> Demonstration:
+        if self.state_chars is None or self.next_state_chars is None:
+            return demo
+        return compact_demonstration(
+            demo, state_chars=self.state_chars, next_state_chars=self.next_state_chars
+        )
+
+    # -- write-back ---------------------------------------------------------------------------
+    def record(self, task: Task, step: Step, *, source: Source, episode_id: str, step_index: int) -> None:
+        """Write one finished step to the buffer (skipped when write-back is off)."""
+        if not self.write_back or (not step.action_valid and not self.record_invalid):
+            return
+        self.buffer.add(task, step, source=source, episode_id=episode_id, step_index=step_index)
+        self.written += 1
+        if step.done:
+            self.buffer.commit()
+
+    def listener_for(self, env: DreamEnv) -> StepListener:
+        """A step listener for ``env``: its steps are written back as synthetic, one episode id each."""
+        episode = {"id": uuid.uuid4().hex}
+
+        def listener(task: Task, step: Step) -> None:
+            step_index = len(env.steps) - 1  # the env appends the step before calling listeners
+            if step_index <= 0:
+                episode["id"] = uuid.uuid4().hex
+            self.record(
+                task, step, source="synthetic", episode_id=episode["id"], step_index=max(step_index, 0)
+            )
+
+        return listener
+
+    def attach(self, env: DreamEnv) -> None:
+        """Plug into a DreamEnv: demonstrations into its requests, its steps into the buffer."""
+        env.add_context_provider(self.demonstrations)
+        env.add_step_listener(self.listener_for(env))

@@ -1,0 +1,366 @@
+"""Cosine top-k indexes over unit vectors, partitioned by (domain, source) for exact filtering.
+
+* :class:`ExactIndex`: brute-force inner products in numpy. Exact, no dependency; fast enough
+  for a few tens of thousands of vectors (see ``benchmarks/replay.py``).
+* :class:`IVFIndex`: faiss ``IndexIVFFlat`` (the optional ``faiss-cpu`` extra), approximate: a
+  query scans the ``nprobe`` inverted lists nearest to it. Chosen over HNSW because it trains in
+  seconds, adds and removes vectors in place (removal matters: the buffer evicts), and rebuilds
+  quickly when a buffer is reopened; HNSW needs minutes to build a million vectors on two cores
+  and cannot delete.
+* :class:`PartitionedIndex`: one index per ``(domain, source)`` partition, so that filters are
+  exact (a partition is searched or not) and never cost recall. Each partition starts exact and
+  switches to IVF on its own once it holds more than ``approximate_above`` vectors, when faiss is
+  installed.
+
+Vectors are float32 rows of unit norm (see :mod:`dreamgym_env.replay.embedders`); scores are
+cosine similarities. Ids are int64 and unique across partitions (the buffer's row ids).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dreamgym_env.errors import ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+APPROXIMATE_ABOVE = 10_000
+"""A partition switches from exact to IVF search above this many vectors (when faiss is installed)."""
+DEFAULT_NPROBE = 16
+"""Inverted lists an IVF query scans."""
+RETRAIN_GROWTH = 4.0
+"""An IVF partition is retrained (new centroids, more lists) once it grows this much past its training size."""
+COMPACT_DEAD_SHARE = 0.25
+"""An exact index drops its removed rows once they are this share of its storage."""
+MIN_POINTS_PER_LIST = 39
+SMALL_BATCH = 4
+"""Up to this many queries, exact search avoids multithreaded BLAS (see :func:`_inner_products`)."""
+"""faiss wants at least this many training points per inverted list."""
+
+PartitionKey = tuple[str, str]
+"""``(domain, source)``."""
+
+
+def faiss_available() -> bool:
+    """Whether the optional approximate index (faiss-cpu) is installed."""
+    return importlib.util.find_spec("faiss") is not None
+
+
+def _as_matrix(vectors: np.ndarray, dim: int) -> np.ndarray:
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if matrix.ndim == 1:
+        matrix = matrix[None, :]
+    if matrix.ndim != 2 or matrix.shape[1] != dim:
+        raise ConfigurationError(f"expected vectors of dimension {dim}, got shape {vectors.shape}")
+    return matrix
+
+
+def _inner_products(queries: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """``queries @ vectors.T``; a few queries use numpy's own loop, not a multithreaded BLAS call.
+
+    OpenBLAS spreads even one matrix-vector product over all cores, which is ten times slower
+    than one core when the machine is busy (an RL trainer, an inference server); batches of
+    queries are worth the threads.
+    """
+    if len(queries) > SMALL_BATCH:
+        return queries @ vectors.T
+    return np.stack([np.einsum("ij,j->i", vectors, query) for query in queries])
+
+
+def _empty_result(n_queries: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.full((n_queries, k), -np.inf, dtype=np.float32), np.full((n_queries, k), -1, dtype=np.int64)
+
+
+class VectorIndex(ABC):
+    """Top-k inner-product search over vectors with int64 ids; add and remove in place."""
+
+    dim: int
+
+    @abstractmethod
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors under ``ids`` (ids must not be present already)."""
+
+    @abstractmethod
+    def remove(self, ids: np.ndarray) -> int:
+        """Remove the vectors of ``ids`` (unknown ids are ignored); return how many went."""
+
+    @abstractmethod
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Return ``(scores, ids)``, each ``(len(queries), k)``, best first; missing hits: ``-inf``, ``-1``."""
+
+    @abstractmethod
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """All ``(ids, vectors)`` held, e.g. to move them into another index."""
+
+    @abstractmethod
+    def __len__(self) -> int: ...
+
+
+class ExactIndex(VectorIndex):
+    """Brute-force cosine search in numpy: exact, no dependency, linear in the size.
+
+    Storage grows by doubling; removed rows are masked at once and dropped when they make up
+    :data:`COMPACT_DEAD_SHARE` of the storage.
+    """
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self._vectors = np.zeros((0, dim), dtype=np.float32)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._alive = np.zeros(0, dtype=bool)
+        self._size = 0  # rows used in storage, dead ones included
+        self._dead = 0
+
+    def __len__(self) -> int:
+        return self._size - self._dead
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        matrix = _as_matrix(vectors, self.dim)
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if len(ids) != len(matrix):
+            raise ConfigurationError(f"got {len(ids)} ids for {len(matrix)} vectors")
+        needed = self._size + len(ids)
+        if needed > len(self._ids):
+            capacity = max(needed, 2 * len(self._ids), 64)
+            self._vectors = np.resize(self._vectors, (capacity, self.dim))
+            self._ids = np.resize(self._ids, capacity)
+            self._alive = np.resize(self._alive, capacity)
+        self._vectors[self._size : needed] = matrix
+        self._ids[self._size : needed] = ids
+        self._alive[self._size : needed] = True
+        self._size = needed
+
+    def remove(self, ids: np.ndarray) -> int:
+        hit = np.isin(self._ids[: self._size], np.asarray(ids, dtype=np.int64)) & self._alive[: self._size]
+        removed = int(hit.sum())
+        if removed:
+            self._alive[: self._size][hit] = False
+            self._dead += removed
+            if self._dead >= COMPACT_DEAD_SHARE * self._size:
+                self._compact()
+        return removed
+
+    def _compact(self) -> None:
+        keep = self._alive[: self._size]
+        self._vectors = self._vectors[: self._size][keep].copy()
+        self._ids = self._ids[: self._size][keep].copy()
+        self._alive = np.ones(len(self._ids), dtype=bool)
+        self._size, self._dead = len(self._ids), 0
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        matrix = _as_matrix(queries, self.dim)
+        scores_out, ids_out = _empty_result(len(matrix), k)
+        n = self._size
+        if n == 0 or k <= 0:
+            return scores_out, ids_out
+        scores = _inner_products(matrix, self._vectors[:n])  # (queries, n)
+        if self._dead:
+            scores[:, ~self._alive[:n]] = -np.inf
+        take = min(k, n)
+        top = (
+            np.argpartition(-scores, take - 1, axis=1)[:, :take]
+            if take < n
+            else np.tile(np.arange(n), (len(matrix), 1))
+        )
+        top_scores = np.take_along_axis(scores, top, axis=1)
+        order = np.argsort(-top_scores, axis=1, kind="stable")
+        top = np.take_along_axis(top, order, axis=1)
+        top_scores = np.take_along_axis(top_scores, order, axis=1)
+        valid = np.isfinite(top_scores)
+        scores_out[:, :take] = top_scores
+        ids_out[:, :take] = np.where(valid, self._ids[top], -1)
+        return scores_out, ids_out
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        keep = self._alive[: self._size]
+        return self._ids[: self._size][keep].copy(), self._vectors[: self._size][keep].copy()
+
+
+class IVFIndex(VectorIndex):
+    """Approximate cosine search with faiss ``IndexIVFFlat`` (inner product on unit vectors).
+
+    Trained on the vectors it starts with (at least ``39 * nlist``); later vectors are assigned
+    to the trained lists, and the index retrains itself with more lists once it has grown
+    :data:`RETRAIN_GROWTH` times. Removal is in place (a hash-table direct map).
+
+    Args:
+        dim: vector dimension.
+        ids, vectors: the initial content, used to train the lists.
+        nprobe: inverted lists scanned per query (more: slower, better recall).
+    """
+
+    def __init__(
+        self, dim: int, ids: np.ndarray, vectors: np.ndarray, *, nprobe: int = DEFAULT_NPROBE
+    ) -> None:
+        import faiss
+
+        self._faiss: Any = faiss
+        self.dim = dim
+        self.nprobe = nprobe
+        self._build(np.asarray(ids, dtype=np.int64).reshape(-1), _as_matrix(vectors, dim))
+
+    @staticmethod
+    def lists_for(n: int) -> int:
+        """The number of inverted lists for ``n`` vectors: about ``2 sqrt(n)``, a power of two."""
+        target = max(1, min(2 * math.sqrt(n), n / MIN_POINTS_PER_LIST))
+        return max(1, 2 ** int(math.log2(target)))
+
+    def _build(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        faiss = self._faiss
+        nlist = self.lists_for(len(vectors))
+        quantizer = faiss.IndexFlatIP(self.dim)
+        index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        sample = vectors
+        if len(vectors) > 64 * nlist:  # faiss itself would subsample to 256 per list; 64 is plenty
+            sample = vectors[np.random.default_rng(0).choice(len(vectors), 64 * nlist, replace=False)]
+        index.train(sample)
+        index.set_direct_map_type(faiss.DirectMap.Hashtable)
+        index.nprobe = min(self.nprobe, nlist)
+        self._quantizer, self._index = quantizer, index  # the index does not own its quantizer
+        self._trained_size = max(len(vectors), 1)
+        if len(vectors):
+            index.add_with_ids(vectors, ids)
+
+    def __len__(self) -> int:
+        return int(self._index.ntotal)
+
+    @property
+    def nlist(self) -> int:
+        return int(self._index.nlist)
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        matrix = _as_matrix(vectors, self.dim)
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if len(ids) != len(matrix):
+            raise ConfigurationError(f"got {len(ids)} ids for {len(matrix)} vectors")
+        self._index.add_with_ids(matrix, ids)
+        if len(self) > RETRAIN_GROWTH * self._trained_size:
+            self._build(*self.items())
+
+    def remove(self, ids: np.ndarray) -> int:
+        ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+        return int(self._index.remove_ids(self._faiss.IDSelectorArray(ids))) if len(ids) else 0
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        matrix = _as_matrix(queries, self.dim)
+        if k <= 0 or len(self) == 0:
+            return _empty_result(len(matrix), k)
+        scores, ids = self._index.search(matrix, k)
+        scores[ids < 0] = -np.inf
+        return scores.astype(np.float32, copy=False), ids.astype(np.int64, copy=False)
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        faiss, lists = self._faiss, self._index.invlists
+        all_ids, all_vectors = [], []
+        for number in range(lists.nlist):
+            size = lists.list_size(number)
+            if size:
+                all_ids.append(faiss.rev_swig_ptr(lists.get_ids(number), size).copy())
+                codes = faiss.rev_swig_ptr(lists.get_codes(number), size * lists.code_size)
+                all_vectors.append(codes.view(np.float32).reshape(size, self.dim).copy())
+        if not all_ids:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(all_ids), np.concatenate(all_vectors)
+
+
+class PartitionedIndex:
+    """One index per ``(domain, source)``: exact filters, and per-partition exact/IVF choice.
+
+    Args:
+        dim: vector dimension.
+        approximate_above: a partition larger than this switches to :class:`IVFIndex` when faiss
+            is installed; ``None`` keeps every partition exact.
+        nprobe: IVF lists scanned per query.
+    """
+
+    def __init__(
+        self, dim: int, *, approximate_above: int | None = APPROXIMATE_ABOVE, nprobe: int = DEFAULT_NPROBE
+    ) -> None:
+        if approximate_above is not None and approximate_above < MIN_POINTS_PER_LIST:
+            raise ConfigurationError(
+                f"approximate_above must be >= {MIN_POINTS_PER_LIST} or None, got {approximate_above}"
+            )
+        self.dim = dim
+        self.approximate_above = approximate_above
+        self.nprobe = nprobe
+        self.partitions: dict[PartitionKey, VectorIndex] = {}
+        self._warned_no_faiss = False
+
+    def __len__(self) -> int:
+        return sum(len(index) for index in self.partitions.values())
+
+    def kinds(self) -> dict[PartitionKey, str]:
+        """Which kind of index each partition uses now (``"exact"`` or ``"ivf"``)."""
+        return {
+            key: "ivf" if isinstance(index, IVFIndex) else "exact" for key, index in self.partitions.items()
+        }
+
+    def add(self, key: PartitionKey, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """Add vectors to the partition ``key = (domain, source)``."""
+        index = self.partitions.get(key)
+        if index is None:
+            index = self.partitions[key] = ExactIndex(self.dim)
+        index.add(ids, vectors)
+        if (
+            isinstance(index, ExactIndex)
+            and self.approximate_above is not None
+            and len(index) > self.approximate_above
+        ):
+            if faiss_available():
+                self.partitions[key] = IVFIndex(self.dim, *index.items(), nprobe=self.nprobe)
+            elif not self._warned_no_faiss:
+                self._warned_no_faiss = True
+                logger.info(
+                    "replay partition %s holds %d vectors; exact search slows down linearly. "
+                    "pip install faiss-cpu for the approximate index",
+                    key,
+                    len(index),
+                )
+
+    def remove(self, key: PartitionKey, ids: np.ndarray) -> int:
+        """Remove ids from the partition ``key``."""
+        index = self.partitions.get(key)
+        removed = index.remove(ids) if index is not None else 0
+        if index is not None and len(index) == 0:
+            del self.partitions[key]
+        return removed
+
+    def select(
+        self, domains: Iterable[str] | None = None, sources: Iterable[str] | None = None
+    ) -> list[PartitionKey]:
+        """The partitions that pass the filters (``None``: no filter)."""
+        domain_set = None if domains is None else set(domains)
+        source_set = None if sources is None else set(sources)
+        return [
+            key
+            for key in self.partitions
+            if (domain_set is None or key[0] in domain_set) and (source_set is None or key[1] in source_set)
+        ]
+
+    def search(
+        self,
+        queries: np.ndarray,
+        k: int,
+        *,
+        domains: Sequence[str] | None = None,
+        sources: Sequence[str] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k over the selected partitions: ``(scores, ids)``, each ``(len(queries), k)``."""
+        matrix = _as_matrix(queries, self.dim)
+        keys = self.select(domains, sources)
+        if not keys or k <= 0:
+            return _empty_result(len(matrix), k)
+        results = [self.partitions[key].search(matrix, k) for key in keys]
+        if len(results) == 1:
+            return results[0]
+        scores = np.concatenate([s for s, _ in results], axis=1)
+        ids = np.concatenate([i for _, i in results], axis=1)
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)

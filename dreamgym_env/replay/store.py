@@ -1,0 +1,404 @@
+"""SQLite storage of the replay buffer: transitions, their vectors, episodes and tasks.
+
+One file (or ``:memory:``), WAL journal, ``synchronous=NORMAL``: a committed transaction
+survives the writing process being killed (SIGKILL), and readers in other processes (``dreamgym
+buffer stats``) never block the writer. Writes are batched: the store keeps one transaction open
+and commits every ``commit_every`` writes or ``commit_interval_s`` seconds, and on
+:meth:`ReplayStore.commit` / :meth:`ReplayStore.close`.
+
+Tables::
+
+    meta(key, value)                     embedder spec, vector dimension, schema version
+    tasks(id, domain, json)              each Task once
+    episodes(id, task_id, source, policy, metadata, created)
+    transitions(id, key, domain, source, task_id, episode_id, step_index, state, action,
+                next_state, reward, done, action_valid, reasoning, timestamp)
+                                         unique transitions; key = hash of the content
+    episode_steps(episode_id, step_index, transition_id)
+                                         every occurrence, so export restores each episode
+    vectors(id, vector)                  float32 embedding of (state, action)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dreamgym_env.errors import DataError
+from dreamgym_env.replay.records import ReplayRecord
+from dreamgym_env.types import Step, Task
+
+SCHEMA_VERSION = "1"
+DEFAULT_COMMIT_EVERY = 256
+DEFAULT_COMMIT_INTERVAL_S = 1.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, domain TEXT NOT NULL, json TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS episodes (
+    id TEXT PRIMARY KEY, task_id TEXT NOT NULL, source TEXT NOT NULL, policy TEXT NOT NULL,
+    metadata TEXT NOT NULL, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS transitions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key BLOB NOT NULL UNIQUE,
+    domain TEXT NOT NULL, source TEXT NOT NULL, task_id TEXT NOT NULL,
+    episode_id TEXT NOT NULL, step_index INTEGER NOT NULL,
+    state TEXT NOT NULL, action TEXT NOT NULL, next_state TEXT NOT NULL,
+    reward REAL NOT NULL, done INTEGER NOT NULL, action_valid INTEGER NOT NULL,
+    reasoning TEXT NOT NULL, timestamp REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS transitions_by_source ON transitions (source, id);
+CREATE TABLE IF NOT EXISTS episode_steps (
+    episode_id TEXT NOT NULL, step_index INTEGER NOT NULL, transition_id INTEGER NOT NULL,
+    PRIMARY KEY (episode_id, step_index)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS episode_steps_by_transition ON episode_steps (transition_id);
+CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+"""
+
+_RECORD_COLUMNS = (
+    "t.id, t.domain, t.source, t.task_id, t.episode_id, t.step_index, t.state, t.action, t.next_state, "
+    "t.reward, t.done, t.action_valid, t.reasoning, t.timestamp, "
+    "COALESCE(json_extract(k.json, '$.instruction'), '')"
+)
+_SQL_CHUNK = 500
+"""Ids per ``IN (...)`` clause (SQLite allows 999 parameters in old builds)."""
+
+
+def _record(row: Sequence[Any]) -> ReplayRecord:
+    return ReplayRecord(
+        id=row[0],
+        domain=row[1],
+        source=row[2],
+        task_id=row[3],
+        episode_id=row[4],
+        step_index=row[5],
+        state=row[6],
+        action=row[7],
+        next_state=row[8],
+        reward=row[9],
+        done=bool(row[10]),
+        action_valid=bool(row[11]),
+        reasoning=row[12],
+        timestamp=row[13],
+        task_instruction=row[14],
+    )
+
+
+class ReplayStore:
+    """The SQLite side of :class:`~dreamgym_env.replay.buffer.ExperienceReplayBuffer`.
+
+    Args:
+        path: a database file (created when missing) or ``None`` for an in-memory database.
+        read_only: open an existing file without writing (for statistics while a writer runs).
+        commit_every: commit after this many writes.
+        commit_interval_s: commit when the oldest uncommitted write is this old.
+
+    Not thread-safe by itself: the buffer serialises access with its lock.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        read_only: bool = False,
+        commit_every: int = DEFAULT_COMMIT_EVERY,
+        commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
+    ) -> None:
+        self.path = None if path is None else Path(path)
+        self.read_only = read_only
+        self.commit_every = max(1, commit_every)
+        self.commit_interval_s = commit_interval_s
+        self._pending = 0
+        self._pending_since = 0.0
+        try:
+            if self.path is None:
+                self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            elif read_only:
+                if not self.path.exists():
+                    raise DataError(f"replay buffer {str(self.path)!r} does not exist")
+                uri = f"file:{self.path.resolve()}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            self._setup()
+        except sqlite3.DatabaseError as exc:
+            raise DataError(
+                f"replay buffer {str(self.path or ':memory:')!r} is not a usable database: {exc}"
+            ) from exc
+
+    def _setup(self) -> None:
+        if not self.read_only:
+            if self.path is not None:
+                self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+            stored = self.get_meta("schema")
+            if stored is None:
+                self.set_meta("schema", SCHEMA_VERSION)
+            elif stored != SCHEMA_VERSION:
+                raise DataError(f"replay buffer schema {stored!r} is not the supported {SCHEMA_VERSION!r}")
+        else:
+            tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if "transitions" not in tables:
+                raise DataError(f"{str(self.path)!r} is not a replay buffer (no transitions table)")
+
+    # -- transactions -------------------------------------------------------------------------
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN")
+            self._pending_since = time.monotonic()
+        return self._db.execute(sql, params)
+
+    def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            if not self._db.in_transaction:
+                self._db.execute("BEGIN")
+                self._pending_since = time.monotonic()
+            self._db.executemany(sql, rows)
+
+    def wrote(self, count: int = 1) -> None:
+        """Count writes and commit when the batch is full or old enough."""
+        self._pending += count
+        if self._pending >= self.commit_every or (
+            self._pending and time.monotonic() - self._pending_since >= self.commit_interval_s
+        ):
+            self.commit()
+
+    def commit(self) -> None:
+        """Commit everything written so far (durable against a process kill once this returns)."""
+        if self._db.in_transaction:
+            self._db.execute("COMMIT")
+        self._pending = 0
+
+    def close(self) -> None:
+        """Commit and close the database."""
+        try:
+            self.commit()
+        finally:
+            self._db.close()
+
+    # -- meta ---------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._write("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- writes -------------------------------------------------------------------------------
+    def put_task(self, task: Task) -> None:
+        self._write(
+            "INSERT OR IGNORE INTO tasks (id, domain, json) VALUES (?, ?, ?)",
+            (task.id, task.domain, task.model_dump_json()),
+        )
+
+    def put_episode(
+        self,
+        episode_id: str,
+        task_id: str,
+        source: str,
+        policy: str,
+        metadata: dict[str, Any],
+        created: float,
+    ) -> None:
+        self._write(
+            "INSERT OR IGNORE INTO episodes (id, task_id, source, policy, metadata, created) VALUES (?, ?, ?, ?, ?, ?)",
+            (episode_id, task_id, source, policy, json.dumps(metadata, ensure_ascii=False), created),
+        )
+
+    def find_keys(self, keys: Sequence[bytes]) -> dict[bytes, int]:
+        """The ids of transitions already stored under these content keys."""
+        found: dict[bytes, int] = {}
+        for start in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[start : start + _SQL_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            found.update(self._db.execute(f"SELECT key, id FROM transitions WHERE key IN ({marks})", chunk))
+        return {bytes(key): value for key, value in found.items()}
+
+    def put_transitions(
+        self,
+        rows: Sequence[tuple[bytes, int, Step]],
+        *,
+        domain: str,
+        source: str,
+        task_id: str,
+        episode_id: str,
+        timestamp: float,
+    ) -> list[int]:
+        """Insert new transitions ``(key, step_index, step)`` of one episode; return their ids in order."""
+        if not rows:
+            return []
+        before = self._last_id()
+        self._write_many(
+            "INSERT INTO transitions (key, domain, source, task_id, episode_id, step_index, state, action, "
+            "next_state, reward, done, action_valid, reasoning, timestamp) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    key,
+                    domain,
+                    source,
+                    task_id,
+                    episode_id,
+                    step_index,
+                    step.state,
+                    step.action,
+                    step.next_state,
+                    float(step.reward),
+                    int(step.done),
+                    int(step.action_valid),
+                    step.reasoning,
+                    timestamp,
+                )
+                for key, step_index, step in rows
+            ],
+        )
+        after = self._last_id()
+        if after - before != len(rows):  # AUTOINCREMENT ids of one connection's batch are consecutive
+            raise DataError(f"replay buffer ids jumped from {before} to {after} inserting {len(rows)} rows")
+        return list(range(before + 1, after + 1))
+
+    def _last_id(self) -> int:
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'transitions'").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def link_steps(self, rows: Sequence[tuple[str, int, int]]) -> None:
+        """Record ``(episode_id, step_index, transition_id)`` occurrences (repeats ignored)."""
+        self._write_many(
+            "INSERT OR IGNORE INTO episode_steps (episode_id, step_index, transition_id) VALUES (?, ?, ?)",
+            rows,
+        )
+
+    def put_vectors(self, ids: Sequence[int], vectors: np.ndarray) -> None:
+        rows = [
+            (int(i), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+            for i, v in zip(ids, vectors, strict=True)
+        ]
+        self._write_many("INSERT OR REPLACE INTO vectors (id, vector) VALUES (?, ?)", rows)
+
+    def clear_vectors(self) -> None:
+        self._write("DELETE FROM vectors")
+
+    def oldest(self, source: str, limit: int) -> list[tuple[int, str]]:
+        """The ``(id, domain)`` of the ``limit`` oldest transitions of ``source``."""
+        query = "SELECT id, domain FROM transitions WHERE source = ? ORDER BY id LIMIT ?"
+        return list(self._db.execute(query, (source, limit)))
+
+    def delete(self, ids: Sequence[int]) -> None:
+        """Delete transitions with their vectors, occurrences, and episodes left empty."""
+        for start in range(0, len(ids), _SQL_CHUNK):
+            chunk = [int(i) for i in ids[start : start + _SQL_CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            episodes = [
+                row[0]
+                for row in self._db.execute(
+                    f"SELECT DISTINCT episode_id FROM episode_steps WHERE transition_id IN ({marks})", chunk
+                )
+            ]
+            self._write(f"DELETE FROM transitions WHERE id IN ({marks})", chunk)
+            self._write(f"DELETE FROM vectors WHERE id IN ({marks})", chunk)
+            self._write(f"DELETE FROM episode_steps WHERE transition_id IN ({marks})", chunk)
+            for episode in episodes:
+                self._write(
+                    "DELETE FROM episodes WHERE id = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM episode_steps WHERE episode_id = ?)",
+                    (episode, episode),
+                )
+
+    # -- reads --------------------------------------------------------------------------------
+    def next_step_index(self, episode_id: str) -> int:
+        """The step index after the last one recorded for ``episode_id`` (0 for a new episode)."""
+        query = "SELECT COALESCE(MAX(step_index) + 1, 0) FROM episode_steps WHERE episode_id = ?"
+        return int(self._db.execute(query, (episode_id,)).fetchone()[0])
+
+    def records(self, ids: Sequence[int]) -> list[ReplayRecord]:
+        """The records of ``ids``, in that order (ids no longer stored are left out)."""
+        by_id: dict[int, ReplayRecord] = {}
+        for start in range(0, len(ids), _SQL_CHUNK):
+            chunk = [int(i) for i in ids[start : start + _SQL_CHUNK]]
+            marks = ",".join("?" * len(chunk))
+            query = (
+                f"SELECT {_RECORD_COLUMNS} FROM transitions t LEFT JOIN tasks k ON k.id = t.task_id "
+                f"WHERE t.id IN ({marks})"
+            )
+            by_id.update((row[0], _record(row)) for row in self._db.execute(query, chunk))
+        return [by_id[int(i)] for i in ids if int(i) in by_id]
+
+    def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM transitions").fetchone()[0])
+
+    def count_by(self, column: str) -> dict[str, int]:
+        if column not in ("source", "domain"):
+            raise ValueError(column)
+        query = f"SELECT {column}, COUNT(*) FROM transitions GROUP BY {column}"
+        return {str(key): int(n) for key, n in self._db.execute(query)}
+
+    def count_table(self, table: str) -> int:
+        if table not in ("episodes", "tasks", "vectors"):
+            raise ValueError(table)
+        return int(self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+    def iter_vectors(
+        self, dim: int, chunk: int = 50_000
+    ) -> Iterator[tuple[np.ndarray, list[str], list[str], np.ndarray]]:
+        """Yield ``(ids, domains, sources, vectors)`` of stored vectors, in id order, a chunk at a time."""
+        last = -1
+        while True:
+            rows = self._db.execute(
+                "SELECT t.id, t.domain, t.source, v.vector FROM transitions t JOIN vectors v ON v.id = t.id "
+                "WHERE t.id > ? ORDER BY t.id LIMIT ?",
+                (last, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            blob = b"".join(row[3] for row in rows)
+            if len(blob) != len(rows) * dim * 4:
+                raise DataError(
+                    f"replay buffer vectors are not of dimension {dim}; rebuild the buffer's vectors"
+                )
+            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(rows), dim)
+            yield ids, [row[1] for row in rows], [row[2] for row in rows], vectors
+            last = int(ids[-1])
+
+    def iter_unembedded(self, chunk: int = 2_000) -> Iterator[list[tuple[int, str, str, str, str]]]:
+        """Yield ``(id, domain, source, state, action)`` of transitions without a vector, in chunks."""
+        last = -1
+        while True:
+            rows = self._db.execute(
+                "SELECT t.id, t.domain, t.source, t.state, t.action FROM transitions t "
+                "LEFT JOIN vectors v ON v.id = t.id WHERE v.id IS NULL AND t.id > ? ORDER BY t.id LIMIT ?",
+                (last, chunk),
+            ).fetchall()
+            if not rows:
+                return
+            yield rows
+            last = rows[-1][0]
+
+    def iter_episodes(
+        self, sources: Sequence[str] | None = None
+    ) -> Iterator[tuple[Task, str, str, dict[str, Any], list[Step]]]:
+        """Yield ``(task, source, policy, metadata, steps)`` of each stored episode, oldest first."""
+        query = "SELECT e.id, e.source, e.policy, e.metadata, k.json FROM episodes e JOIN tasks k ON k.id = e.task_id"
+        params: list[Any] = []
+        if sources is not None:
+            query += f" WHERE e.source IN ({','.join('?' * len(sources))})"
+            params = list(sources)
+        query += " ORDER BY e.created, e.rowid"
+        reader = self._db.cursor()
+        for episode_id, source, policy, metadata, task_json in reader.execute(query, params):
+            rows = self._db.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM episode_steps s JOIN transitions t ON t.id = s.transition_id "
+                "LEFT JOIN tasks k ON k.id = t.task_id WHERE s.episode_id = ? ORDER BY s.step_index",
+                (episode_id,),
+            ).fetchall()
+            if rows:
+                steps = [_record(row).to_step() for row in rows]
+                yield Task.model_validate_json(task_json), source, policy, json.loads(metadata), steps

