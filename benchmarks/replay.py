@@ -7,8 +7,8 @@ held-out episodes (another seed). Each size runs in its own process, so that its
 its own: a file-backed buffer (SQLite, WAL) with the default embedder (hashed, 256 dims) and the
 default index (exact up to 10k vectors a partition, faiss IVF above).
 
-Columns: insert rate (``add_steps`` in batches of 512, embedding + SQLite + index), single-add
-rate (``add`` per step, as the write-back does), top-k latency p50/p99 of ``buffer.search`` (embed
+Columns: insert rate (``add_trajectories`` in batches of 128 trajectories, as ``load_jsonl``
+does: embedding + SQLite + index), single-add rate (``add`` per step, as the write-back does), top-k latency p50/p99 of ``buffer.search`` (embed
 the query, search the index, fetch k records) and of the index alone, recall@k of the index
 against exact search, reopen time (load vectors, rebuild the index), peak RSS, file size.
 
@@ -33,18 +33,17 @@ from rich.console import Console
 from rich.table import Table
 
 from dreamgym_env.envs.domains import get_domain
-from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.buffer import LOAD_BATCH_TRAJECTORIES, ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import (
     HashedEmbedder,
     SentenceTransformerEmbedder,
     sentence_transformer_available,
 )
 from dreamgym_env.replay.offline import collect, read_trajectories
-from dreamgym_env.types import Step, Task
+from dreamgym_env.types import Step, Task, Trajectory
 
 BASE_EPISODES = 1500
 QUERY_EPISODES = 150
-INSERT_BATCH = 512
 
 
 def make_data(workdir: Path) -> tuple[Path, Path]:
@@ -84,6 +83,20 @@ def scaled(base: list[tuple[Task, Step]], size: int, instructions: list[str]) ->
         yield task, step
 
 
+def as_trajectories(items: Iterator[tuple[Task, Step]]) -> Iterator[Trajectory]:
+    """Group consecutive steps of one task into trajectories (as the offline file holds them)."""
+    task: Task | None = None
+    steps: list[Step] = []
+    for item_task, step in items:
+        if task is not None and item_task.id != task.id:
+            yield Trajectory(task=task, steps=steps)
+            steps = []
+        task = item_task
+        steps.append(step)
+    if task is not None:
+        yield Trajectory(task=task, steps=steps)
+
+
 def percentiles(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return ordered[len(ordered) // 2] * 1e3, ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))] * 1e3
@@ -99,16 +112,13 @@ def run_size(size: int, workdir: Path, n_queries: int, k: int) -> dict:
     path.unlink(missing_ok=True)
     buffer = ExperienceReplayBuffer(path, embedder=HashedEmbedder())
     start = time.perf_counter()
-    chunk: list[Step] = []
-    chunk_task: Task | None = None
-    for task, step in scaled(base, size, instructions):
-        if chunk_task is not None and (task.id != chunk_task.id or len(chunk) >= INSERT_BATCH):
-            buffer.add_steps(chunk_task, chunk, source="offline")
-            chunk = []
-        chunk_task = task
-        chunk.append(step)
-    if chunk_task is not None:
-        buffer.add_steps(chunk_task, chunk, source="offline")
+    batch: list[Trajectory] = []
+    for trajectory in as_trajectories(scaled(base, size, instructions)):
+        batch.append(trajectory)
+        if len(batch) >= LOAD_BATCH_TRAJECTORIES:
+            buffer.add_trajectories(batch, source="offline")
+            batch = []
+    buffer.add_trajectories(batch, source="offline")
     buffer.commit()
     insert_s = time.perf_counter() - start
     stored = len(buffer)
@@ -140,6 +150,7 @@ def run_size(size: int, workdir: Path, n_queries: int, k: int) -> dict:
     del all_ids, all_vectors
     kinds = sorted(set(index.kinds().values()))
     buffer.close()
+    del buffer, index, vectors
 
     start = time.perf_counter()
     reopened = ExperienceReplayBuffer(path)

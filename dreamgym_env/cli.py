@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import gymnasium as gym
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 import dreamgym_env  # noqa: F401  (registers the ids)
+from dreamgym_env.agents import make_policy
 from dreamgym_env.curriculum.cli import tasks_app
+from dreamgym_env.envs.registration import REFERENCE_IDS, SYNTHETIC_IDS
 
 app = typer.Typer(
     help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
 )
+app.add_typer(tasks_app, name="tasks")
 console = Console()
 
 
@@ -27,31 +32,48 @@ def list_envs() -> None:
 
 @app.command()
 def episode(
-    env_id: Annotated[str, typer.Option("--env", help="Gymnasium id to run.")] = "DreamGym/WebShop-v0",
-    policy: Annotated[str, typer.Option(help="Policy: 'expert', 'random' or 'scripted'.")] = "scripted",
+    domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
+    policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
+    reference: Annotated[bool, typer.Option(help="Run the reference env instead of the synthetic one.")] = False,
     seed: Annotated[int, typer.Option(help="Seed of the task draw and the policy.")] = 0,
 ) -> None:
     """Run one episode and print each step: action, reasoning, next state, reward."""
-    from dreamgym_env.agents import make_policy
-
+    env_id = (REFERENCE_IDS if reference else SYNTHETIC_IDS)[domain]
     env = gym.make(env_id)
-    act = make_policy(policy, env, seed=seed)
+    act = make_policy(policy, domain, seed=seed)
     obs, info = env.reset(seed=seed)
     console.rule(f"{env_id} · task {info['task_id']}")
-    console.print(obs, markup=False)
+    console.print(obs, markup=False, highlight=False)
     done, total = False, 0.0
     while not done:
         action = act(obs, info)
         obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
-        console.rule(f"action: {action}", style="cyan")
+        console.rule(escape(f"action: {action}"), style="cyan")
         if info.get("reasoning"):
-            console.print(f"[dim]reasoning:[/dim] {info['reasoning']}", highlight=False)
-        console.print(obs, markup=False)
+            console.print(f"reasoning: {info['reasoning']}", markup=False, highlight=False, style="dim")
+        console.print(obs, markup=False, highlight=False)
         console.print(f"reward {reward:g}  terminated={terminated}  truncated={truncated}")
         done = terminated or truncated
     console.rule(f"return {total:g}, won={info.get('won', False)}")
     env.close()
+
+
+@app.command()
+def collect(
+    out: Annotated[Path, typer.Option(help="Output JSONL file (one trajectory a line).")],
+    domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
+    policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
+    episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
+    seed: Annotated[int, typer.Option(help="Seed of tasks and policy.")] = 0,
+    split: Annotated[str, typer.Option(help="Task split: train or test.")] = "train",
+    epsilon: Annotated[float, typer.Option(help="Random-action share of the noisy policy.")] = 0.3,
+) -> None:
+    """Collect offline trajectories in the reference env (docs/data-format.md)."""
+    from dreamgym_env.replay.offline import collect as collect_trajectories
+
+    summary = collect_trajectories(domain, policy, episodes, out, seed=seed, split=split, epsilon=epsilon)
+    console.print(summary)
 
 
 def main() -> None:

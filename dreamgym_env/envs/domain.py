@@ -78,6 +78,12 @@ class Domain(ABC):
 
         raise ConfigurationError(f"domain {self.name!r} cannot build a task from a free instruction")
 
+    def expert_policy(self) -> Policy:
+        """A fresh expert policy of this domain (for offline data and baselines)."""
+        from dreamgym_env.errors import ConfigurationError
+
+        raise ConfigurationError(f"domain {self.name!r} has no expert policy")
+
     def make_reference_env(self, **kwargs: object) -> gym.Env:
         """Return the programmatic ground-truth env of this domain."""
         raise NotImplementedError(f"domain {self.name!r} has no reference env yet")
@@ -107,4 +113,4 @@ class Domain(ABC):
 
     def invalid_action_feedback(self, state: str, error: ActionError) -> str:
         """The observation after an invalid action: the same state with an error line."""
-        return f"{state}\n[Invalid action] {error.message}"
+        return f"{state}\nInvalid action: {error.message}"

@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -37,15 +38,20 @@ from dreamgym_env.replay.records import (
     ReplayHit,
     ReplayRecord,
 )
-from dreamgym_env.replay.store import DEFAULT_COMMIT_EVERY, DEFAULT_COMMIT_INTERVAL_S, ReplayStore
+from dreamgym_env.replay.store import (
+    DEFAULT_COMMIT_EVERY,
+    DEFAULT_COMMIT_INTERVAL_S,
+    NewTransition,
+    ReplayStore,
+)
 from dreamgym_env.types import Source, Step, Task, Trajectory
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_EVICT_FRACTION = 0.01
 """When full, the buffer evicts this share of its capacity at once (eviction in batches)."""
-LOAD_BATCH_STEPS = 1024
-"""Steps embedded together when loading offline data."""
+LOAD_BATCH_TRAJECTORIES = 128
+"""Trajectories stored (and embedded) together when loading offline data."""
 
 
 def content_key(domain: str, source: str, step: Step) -> bytes:
@@ -60,6 +66,20 @@ def content_key(domain: str, source: str, step: Step) -> bytes:
         str(step.done),
     )
     return hashlib.blake2b("\x00".join(fields).encode("utf-8"), digest_size=16).digest()
+
+
+@dataclass
+class _Episode:
+    """Steps of one episode on their way into the buffer."""
+
+    task: Task
+    steps: list[Step]
+    source: Source
+    episode_id: str
+    indices: list[int]
+    policy: str
+    metadata: dict[str, Any]
+    timestamp: float
 
 
 def _check_source(source: str) -> Source:
@@ -268,46 +288,108 @@ class ExperienceReplayBuffer:
         timestamp: float | None = None,
     ) -> list[int]:
         """Store steps of one episode (embedded together); return their transition ids, in order."""
-        source = _check_source(source)
-        if self.read_only:
-            raise ConfigurationError("this replay buffer was opened read-only")
         if step_indices is not None and len(step_indices) != len(steps):
             raise ConfigurationError(f"got {len(step_indices)} step indices for {len(steps)} steps")
-        episode_id = episode_id or uuid.uuid4().hex
-        indices = list(step_indices) if step_indices is not None else list(range(len(steps)))
-        now = time.time() if timestamp is None else timestamp
-        with self._lock:
-            index = self._ensure_index()
-            self.store.put_task(task)
-            self.store.put_episode(episode_id, task.id, source, policy, dict(metadata or {}), now)
-            keys = [content_key(task.domain, source, step) for step in steps]
-            known = self.store.find_keys(list(dict.fromkeys(keys)))
-            new_rows: list[tuple[bytes, int, Step]] = []
-            for key, step, step_index in zip(keys, steps, indices, strict=True):
-                if key in known:
-                    self.duplicates += 1
-                else:
-                    known[key] = -1  # a repeat inside this batch is a duplicate too
-                    new_rows.append((key, step_index, step))
-            new_ids = self.store.put_transitions(
-                new_rows,
-                domain=task.domain,
-                source=source,
-                task_id=task.id,
-                episode_id=episode_id,
+        episode = _Episode(
+            task=task,
+            steps=list(steps),
+            source=_check_source(source),
+            episode_id=episode_id or uuid.uuid4().hex,
+            indices=list(step_indices) if step_indices is not None else list(range(len(steps))),
+            policy=policy,
+            metadata=dict(metadata or {}),
+            timestamp=time.time() if timestamp is None else timestamp,
+        )
+        return self._add_episodes([episode])[0]
+
+    def add_trajectories(
+        self,
+        trajectories: Sequence[Trajectory],
+        *,
+        source: Source | None = None,
+        episode_ids: Sequence[str] | None = None,
+    ) -> int:
+        """Store many trajectories in one batch (one embedding call); return the new transitions."""
+        if episode_ids is not None and len(episode_ids) != len(trajectories):
+            raise ConfigurationError(
+                f"got {len(episode_ids)} episode ids for {len(trajectories)} trajectories"
+            )
+        now = time.time()
+        episodes = [
+            _Episode(
+                task=trajectory.task,
+                steps=list(trajectory.steps),
+                source=_check_source(source or trajectory.source),
+                episode_id=episode_ids[i] if episode_ids is not None else uuid.uuid4().hex,
+                indices=list(range(len(trajectory.steps))),
+                policy=trajectory.policy,
+                metadata=dict(trajectory.metadata),
                 timestamp=now,
             )
-            known.update((key, tid) for (key, _, _), tid in zip(new_rows, new_ids, strict=True))
-            ids = [known[key] for key in keys]
-            fresh = [(tid, step) for (_, _, step), tid in zip(new_rows, new_ids, strict=True)]
-            if fresh:
-                fresh_ids = np.array([i for i, _ in fresh], dtype=np.int64)
-                vectors = self.embedder.embed([(step.state, step.action) for _, step in fresh])
-                self.store.put_vectors(fresh_ids.tolist(), vectors)
-                index.add((task.domain, source), fresh_ids, vectors)
-                self._counts[source] += len(fresh)
-            self.store.link_steps([(episode_id, i, tid) for i, tid in zip(indices, ids, strict=True)])
-            self.store.wrote(max(1, len(steps)))
+            for i, trajectory in enumerate(trajectories)
+        ]
+        before = len(self)
+        self._add_episodes(episodes)
+        return len(self) - before
+
+    def _add_episodes(self, episodes: Sequence[_Episode]) -> list[list[int]]:
+        if self.read_only:
+            raise ConfigurationError("this replay buffer was opened read-only")
+        with self._lock:
+            index = self._ensure_index()
+            keys = [[content_key(e.task.domain, e.source, step) for step in e.steps] for e in episodes]
+            known = self.store.find_keys(list(dict.fromkeys(key for row in keys for key in row)))
+            new_rows: list[NewTransition] = []
+            for episode, episode_keys in zip(episodes, keys, strict=True):
+                self.store.put_task(episode.task)
+                self.store.put_episode(
+                    episode.episode_id,
+                    episode.task.id,
+                    episode.source,
+                    episode.policy,
+                    episode.metadata,
+                    episode.timestamp,
+                )
+                for key, step, step_index in zip(episode_keys, episode.steps, episode.indices, strict=True):
+                    if key in known:
+                        self.duplicates += 1
+                        continue
+                    known[key] = -1  # a repeat inside this batch is a duplicate too
+                    new_rows.append(
+                        NewTransition(
+                            key,
+                            episode.task.domain,
+                            episode.source,
+                            episode.task.id,
+                            episode.episode_id,
+                            step_index,
+                            step,
+                            episode.timestamp,
+                        )
+                    )
+            new_ids = self.store.put_transitions(new_rows)
+            known.update((row.key, tid) for row, tid in zip(new_rows, new_ids, strict=True))
+            if new_rows:
+                vectors = self.embedder.embed([(row.step.state, row.step.action) for row in new_rows])
+                self.store.put_vectors(new_ids, vectors)
+                self._add_grouped(
+                    index,
+                    np.array(new_ids, dtype=np.int64),
+                    [row.domain for row in new_rows],
+                    [row.source for row in new_rows],
+                    vectors,
+                )
+                for row in new_rows:
+                    self._counts[row.source] += 1
+            ids = [[known[key] for key in episode_keys] for episode_keys in keys]
+            self.store.link_steps(
+                [
+                    (episode.episode_id, step_index, tid)
+                    for episode, episode_ids in zip(episodes, ids, strict=True)
+                    for step_index, tid in zip(episode.indices, episode_ids, strict=True)
+                ]
+            )
+            self.store.wrote(max(1, sum(len(e.steps) for e in episodes)))
             self._evict_if_full()
         return ids
 
@@ -345,13 +427,24 @@ class ExperienceReplayBuffer:
         the line content, and transitions are deduplicated.
         """
         count = 0
+        batch: list[Trajectory] = []
         for trajectory in iter_trajectories(path):
-            canonical = trajectory.model_dump_json().encode("utf-8")
-            episode_id = "traj-" + hashlib.blake2b(canonical, digest_size=12).hexdigest()
-            self.add_trajectory(trajectory, source=source, episode_id=episode_id)
-            count += 1
+            batch.append(trajectory)
+            if len(batch) >= LOAD_BATCH_TRAJECTORIES:
+                count += self._load_batch(batch, source)
+                batch = []
+        count += self._load_batch(batch, source)
         self.commit()
         return count
+
+    def _load_batch(self, batch: list[Trajectory], source: Source | None) -> int:
+        ids = [
+            "traj-" + hashlib.blake2b(t.model_dump_json().encode("utf-8"), digest_size=12).hexdigest()
+            for t in batch
+        ]
+        if batch:
+            self.add_trajectories(batch, source=source, episode_ids=ids)
+        return len(batch)
 
     def export_jsonl(self, path: str | os.PathLike[str], *, sources: Sequence[Source] | None = None) -> int:
         """Write the stored episodes as offline JSONL (one Trajectory a line); return how many."""

@@ -27,7 +27,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -68,6 +68,19 @@ _RECORD_COLUMNS = (
 )
 _SQL_CHUNK = 500
 """Ids per ``IN (...)`` clause (SQLite allows 999 parameters in old builds)."""
+
+
+class NewTransition(NamedTuple):
+    """A transition to insert: its content key, where it belongs, and the step itself."""
+
+    key: bytes
+    domain: str
+    source: str
+    task_id: str
+    episode_id: str
+    step_index: int
+    step: Step
+    timestamp: float
 
 
 def _record(row: Sequence[Any]) -> ReplayRecord:
@@ -222,17 +235,8 @@ class ReplayStore:
             found.update(self._db.execute(f"SELECT key, id FROM transitions WHERE key IN ({marks})", chunk))
         return {bytes(key): value for key, value in found.items()}
 
-    def put_transitions(
-        self,
-        rows: Sequence[tuple[bytes, int, Step]],
-        *,
-        domain: str,
-        source: str,
-        task_id: str,
-        episode_id: str,
-        timestamp: float,
-    ) -> list[int]:
-        """Insert new transitions ``(key, step_index, step)`` of one episode; return their ids in order."""
+    def put_transitions(self, rows: Sequence[NewTransition]) -> list[int]:
+        """Insert new transitions; return their ids, in order."""
         if not rows:
             return []
         before = self._last_id()
@@ -242,22 +246,22 @@ class ReplayStore:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
-                    key,
-                    domain,
-                    source,
-                    task_id,
-                    episode_id,
-                    step_index,
-                    step.state,
-                    step.action,
-                    step.next_state,
-                    float(step.reward),
-                    int(step.done),
-                    int(step.action_valid),
-                    step.reasoning,
-                    timestamp,
+                    row.key,
+                    row.domain,
+                    row.source,
+                    row.task_id,
+                    row.episode_id,
+                    row.step_index,
+                    row.step.state,
+                    row.step.action,
+                    row.step.next_state,
+                    float(row.step.reward),
+                    int(row.step.done),
+                    int(row.step.action_valid),
+                    row.step.reasoning,
+                    row.timestamp,
                 )
-                for key, step_index, step in rows
+                for row in rows
             ],
         )
         after = self._last_id()

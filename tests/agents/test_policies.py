@@ -3,7 +3,9 @@ from __future__ import annotations
 import pytest
 
 from dreamgym_env.agents import NoisyPolicy, RandomPolicy, expert_policy
+from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.webshop.domain import WebShopDomain
 from dreamgym_env.errors import ConfigurationError
 
 INFO = {"admissible_actions": ["search[<query>]"]}
@@ -69,8 +71,9 @@ def test_expert_policy_of_a_domain():
     policy = expert_policy(get_domain("webshop"))
     assert callable(policy)
 
-    class NoExpert:
+    class NoExpert(WebShopDomain):
         name = "none"
+        expert_policy = Domain.expert_policy
 
-    with pytest.raises(ConfigurationError):
-        expert_policy(NoExpert())  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="no expert policy"):
+        expert_policy(NoExpert())

@@ -58,7 +58,7 @@ def test_invalid_action_gives_feedback_without_model_call(scripted_model, websho
     env.reset(options={"task": webshop_task})
     for action in ("buy it now", "click[Buy Now]", "search[]"):
         obs, reward, terminated, truncated, info = env.step(action)
-        assert obs.startswith(webshop_task.initial_state) and "[Invalid action]" in obs
+        assert obs.startswith(webshop_task.initial_state) and "Invalid action:" in obs
         assert reward == 0.0 and not terminated and not info["action_valid"] and info["error"]
     assert scripted_model.calls == 0
     # The page did not change: a valid action is still judged against the search page.

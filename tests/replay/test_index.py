@@ -129,3 +129,12 @@ def test_partition_switches_to_ivf_above_threshold():
     never = PartitionedIndex(32, approximate_above=None)
     never.add(("webshop", "offline"), np.arange(900), vectors)
     assert never.kinds() == {("webshop", "offline"): "exact"}
+
+
+def test_without_faiss_partitions_stay_exact(monkeypatch, caplog):
+    monkeypatch.setattr("dreamgym_env.replay.index.faiss_available", lambda: False)
+    index = PartitionedIndex(32, approximate_above=100)
+    with caplog.at_level("INFO", logger="dreamgym_env.replay.index"):
+        index.add(("webshop", "offline"), np.arange(300), unit_rows(300))
+    assert index.kinds() == {("webshop", "offline"): "exact"}
+    assert "faiss-cpu" in caplog.text

@@ -78,7 +78,7 @@ Purchased <item id> with <group>=<value>, ... for $<price>.
 ... "with no options" when none was selected.
 The query and page on item and sub-pages are those of the results page the item was opened \
 from. After an invalid action the page is repeated with a last line \
-"[Invalid action] <reason>".""",
+"Invalid action: <reason>".""",
     reward_rubric="""Only [Buy Now] can complete the task. It is completed (reward 1) when the \
 bought item is of the requested product type, has every requested attribute (in its features \
 or title), the selected options include every requested option, and its price is within the \
@@ -145,7 +145,7 @@ class WebShopDomain(Domain):
             return None if SEARCH_LABEL in labels else ActionError("there is no search box on this page")
         folded = {label.lower() for label in labels if label != SEARCH_LABEL}
         if action.argument.lower() not in folded:
-            return ActionError(f"there is no [{action.argument}] to click on this page")
+            return ActionError(f"there is no \"{action.argument}\" to click on this page")
         return None
 
     def is_terminal_action(self, action: ParsedAction) -> bool:

@@ -30,10 +30,11 @@ def tokens(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=262_144)
 def _token_match(a: str, b: str) -> bool:
     if a == b:
         return True
-    if len(a) < 4 or len(b) < 4 or any(c.isdigit() for c in a + b):
+    if len(a) < 4 or len(b) < 4 or not (a.isalpha() and b.isalpha()):  # short words, numbers: exact
         return False
     if a.rstrip("s") == b.rstrip("s"):
         return True

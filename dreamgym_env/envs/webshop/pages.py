@@ -28,7 +28,7 @@ NEXT_LABEL = "Next >"
 BUY_LABEL = "Buy Now"
 SUB_PAGE_LABELS = {"Description": "description", "Features": "features", "Reviews": "reviews"}
 NO_RESULTS_LINE = "No products match the query."
-ERROR_PREFIX = "[Invalid action]"
+ERROR_PREFIX = "Invalid action:"
 _QUERY_JUNK = re.compile(r'[\[\]"|\x00-\x1f]')
 
 

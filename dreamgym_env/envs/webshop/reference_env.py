@@ -8,12 +8,20 @@ from typing import Any, Literal
 import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, ParsedAction
+from dreamgym_env.envs.domains import get_domain
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
-from dreamgym_env.envs.webshop.domain import WebShopDomain
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
 from dreamgym_env.envs.webshop.navigation import next_page
-from dreamgym_env.envs.webshop.pages import SEARCH_LABEL, Page, Rendered, is_reachable, parse_page, render
+from dreamgym_env.envs.webshop.pages import (
+    ERROR_PREFIX,
+    SEARCH_LABEL,
+    Page,
+    Rendered,
+    is_reachable,
+    parse_page,
+    render,
+)
 from dreamgym_env.envs.webshop.tasks import load_tasks
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.spaces import UnicodeText
@@ -43,7 +51,7 @@ class WebShopRefEnv(gym.Env[str, str]):
     ## Action Space
     ``UnicodeText``: any string. Valid actions are ``search[query]`` on the search page and
     ``click[label]`` for a label of the current page (case-insensitive). Any other string is an
-    invalid action: the page stays as it is, with an ``[Invalid action]`` line; it never raises.
+    invalid action: the page stays as it is, with an ``Invalid action: ...`` line; it never raises.
 
     ## Rewards
     Only ``click[Buy Now]`` is rewarded. WebShop's score of the purchase, ``type match x
@@ -105,7 +113,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
-        self.domain = WebShopDomain()
+        self.domain = get_domain("webshop")
         self.catalog = load_catalog(catalog_seed, num_products)
         self.task_set = load_tasks(catalog_seed, num_products)
         self.split = split
@@ -161,7 +169,8 @@ class WebShopRefEnv(gym.Env[str, str]):
             raise ConfigurationError(
                 f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
             )
-        seed, size = spec.metadata.get("catalog_seed"), spec.metadata.get("num_products")
+        seed = spec.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED)
+        size = spec.metadata.get("num_products", DEFAULT_NUM_PRODUCTS)
         if (seed, size) != (self.catalog.seed, self.catalog.num_products):
             raise ConfigurationError(
                 f"task {spec.id!r} belongs to catalog (seed={seed}, num_products={size}), this env has "
@@ -189,7 +198,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             )
         self.task, self.goal = task, Goal.of_task(task)
         self._show(page)
-        clean = "\n".join(line for line in state.split("\n") if not line.startswith("[Invalid action]"))
+        clean = "\n".join(line for line in state.split("\n") if not line.startswith(ERROR_PREFIX))
         if self.state != clean:
             raise ConfigurationError(f"page does not match what the reference env renders: {state[:120]!r}")
         self.elapsed_steps, self.last_score, self._done = 0, None, False

@@ -83,7 +83,7 @@ def test_search_results_and_pagination(env):
     assert "| page 5 of 5 |" in obs and "[Next >]" not in obs
     obs, reward, terminated, truncated, info = env.step("click[Next >]")
     assert not info["action_valid"] and obs.endswith(
-        "[Invalid action] there is no [Next >] to click on this page"
+        'Invalid action: there is no "Next >" to click on this page'
     )
     for _ in range(4):
         obs, *_ = env.step("click[< Prev]")
@@ -142,9 +142,9 @@ def test_partial_purchase_outcome_and_score_rewards():
 @pytest.mark.parametrize(
     ("action", "error"),
     [
-        ("click[B0NOTHERE1]", "there is no [B0NOTHERE1] to click on this page"),
+        ("click[B0NOTHERE1]", "there is no \"B0NOTHERE1\" to click on this page"),
         ("search[red shoes]", "there is no search box on this page"),
-        ("click[Search]", "there is no [Search] to click on this page"),
+        ("click[Search]", "there is no \"Search\" to click on this page"),
         ("buy the first one", "expected search[query] or click[label]"),
         ("click[]", "click[...] needs a non-empty argument"),
     ],
@@ -153,7 +153,7 @@ def test_invalid_actions_leave_the_page(env, action, error):
     env.reset(options={"task": first_task(env)})
     page, *_ = env.step("search[yoga mat]")
     obs, reward, terminated, truncated, info = env.step(action)
-    assert obs == f"{page}\n[Invalid action] {error}"
+    assert obs == f"{page}\nInvalid action: {error}"
     assert (reward, terminated, info["action_valid"], info["error"]) == (0.0, False, False, error)
     assert env.state == page
     assert env.step("click[Next >]")[4]["action_valid"]  # the page still works
@@ -192,7 +192,7 @@ def test_restore_continues_from_a_page(env):
     goal, item_page = open_target(env)
     task = first_task(env)
     other = WebShopRefEnv(split="test")
-    other.restore(task, item_page + "\n[Invalid action] whatever")
+    other.restore(task, item_page + "\nInvalid action: whatever")
     assert other.state == item_page
     assert other.step("click[Features]")[0] == env.step("click[Features]")[0]
     with pytest.raises(ConfigurationError):
@@ -245,4 +245,4 @@ def test_any_string_never_raises(action):
     env.step("search[shirt]")
     obs, reward, terminated, truncated, info = env.step(action)
     assert isinstance(obs, str) and reward in (0.0, 1.0)
-    assert info["action_valid"] or obs.startswith(env.state + "\n[Invalid action] ")
+    assert info["action_valid"] or obs.startswith(env.state + "\nInvalid action: ")

@@ -1,0 +1,425 @@
+"""The sim-to-real experiment: real-env PPO vs DreamGym-PPO (synthetic only) vs DreamGym-S2R-PPO.
+
+For each experience model (the oracle at each ``error_rate``, or one LLM backend), one agent is
+trained in the synthetic env for ``synthetic_steps``, evaluated, then moved to the real env with
+:meth:`~dreamgym_env.wrappers.SimToReal.switch` and trained on until it has spent
+``s2r_real_steps`` real steps, and evaluated again. A reference agent is trained on the real env
+alone for ``real_steps``. Every agent is evaluated on the real env's test split; runs go to a
+process pool (``workers``), one per core.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Literal
+
+import gymnasium as gym
+import numpy as np
+
+from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.types import Task
+
+ALGOS = ("ppo",)
+MODEL_KINDS = ("oracle", "endpoint", "local", "auto")
+RewardKind = Literal["score", "outcome"]
+DEFAULT_REAL_STEPS = 40_000
+DEFAULT_EVAL_TASKS = 200
+CURVE_WINDOW = 200
+"""Episodes in the rolling success rate of the learning curves."""
+
+
+@dataclass(frozen=True)
+class PPOSettings:
+    """PPO hyperparameters of every run (sb3-contrib MaskablePPO with the candidate policy)."""
+
+    n_envs: int = 8
+    n_steps: int = 64
+    batch_size: int = 128
+    n_epochs: int = 4
+    learning_rate: float = 2e-3
+    gamma: float = 0.99
+    ent_coef: float = 0.01
+    embed_dim: int = 64
+    max_actions: int = 32
+
+
+@dataclass(frozen=True)
+class Sim2RealConfig:
+    """What to run. ``None`` step counts default to ``real_steps`` (synthetic) and a tenth of it (S2R).
+
+    ``model``: ``"oracle"`` (the reference env behind the experience-model interface, corrupted
+    at each of ``error_rates``), or an LLM backend: ``"endpoint"`` (configured by
+    ``DREAMGYM_BASE_URL`` ...), ``"local"`` (the embedded model) or ``"auto"`` (the default
+    choice); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on WebShop's
+    purchase score (its native shaped reward) where the real env and the oracle have it,
+    ``"outcome"`` on 1 for a completed task; success is always "task completed".
+    """
+
+    domain: str = "webshop"
+    algo: str = "ppo"
+    real_steps: int = DEFAULT_REAL_STEPS
+    synthetic_steps: int | None = None
+    s2r_real_steps: int | None = None
+    model: str = "oracle"
+    error_rates: tuple[float, ...] = (0.0,)
+    reward: RewardKind = "score"
+    eval_tasks: int = DEFAULT_EVAL_TASKS
+    seed: int = 0
+    workers: int = 2
+    out_dir: Path = Path("runs/sim2real")
+    ppo: PPOSettings = field(default_factory=PPOSettings)
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise UnknownNameError("algorithm", self.algo, ALGOS)
+        if self.model not in MODEL_KINDS:
+            raise UnknownNameError("experience model kind", self.model, MODEL_KINDS)
+        if self.reward not in ("score", "outcome"):
+            raise ConfigurationError(f"reward must be 'score' or 'outcome', got {self.reward!r}")
+        if self.real_steps < 1 or self.eval_tasks < 1 or self.workers < 1:
+            raise ConfigurationError("real_steps, eval_tasks and workers must be >= 1")
+        if not self.error_rates or any(not 0.0 <= e <= 1.0 for e in self.error_rates):
+            raise ConfigurationError(f"error_rates must be a non-empty list of values in [0, 1], got {self.error_rates}")
+        if self.model != "oracle" and self.error_rates != (0.0,):
+            raise ConfigurationError("error_rates apply to model='oracle' only")
+
+    @property
+    def synthetic_budget(self) -> int:
+        return self.real_steps if self.synthetic_steps is None else self.synthetic_steps
+
+    @property
+    def s2r_budget(self) -> int:
+        return max(1, self.real_steps // 10) if self.s2r_real_steps is None else self.s2r_real_steps
+
+
+@dataclass
+class RunResult:
+    """One trained agent and its success on the real env's test split."""
+
+    method: str
+    model: str
+    error_rate: float | None
+    real_steps: int
+    synthetic_steps: int
+    success: float
+    eval_episodes: int
+    seconds: float = 0.0
+    curve_steps: list[int] = field(default_factory=list)
+    curve_success: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Sim2RealReport:
+    """All results of one experiment, with where its files went."""
+
+    config: Sim2RealConfig
+    runs: list[RunResult]
+    seconds: float
+    table_path: Path | None = None
+    plot_path: Path | None = None
+    json_path: Path | None = None
+
+    def find(self, method: str, error_rate: float | None = None) -> RunResult:
+        for run in self.runs:
+            if run.method == method and (error_rate is None or run.error_rate == error_rate):
+                return run
+        raise KeyError(f"no run {method!r} at error rate {error_rate}")
+
+    def table(self) -> str:
+        """The results in the paper's form (method, real transitions, success), as Markdown."""
+        rows = [
+            "| Method | Experience model | Real steps | Synthetic steps | Success (%) |",
+            "|---|---|---|---|---|",
+        ]
+        for run in self.runs:
+            model = run.model if run.error_rate is None else f"{run.model} (error {run.error_rate:g})"
+            rows.append(
+                f"| {run.method} | {model} | {run.real_steps:,} | {run.synthetic_steps:,} | {100 * run.success:.1f} |"
+            )
+        return "\n".join(rows)
+
+
+# -- envs --------------------------------------------------------------------------------------
+def _reference_env(config: Sim2RealConfig, split: str) -> gym.Env:
+    domain = get_domain(config.domain)
+    kwargs: dict[str, Any] = {"split": split, "max_steps": domain.max_episode_steps}
+    if config.reward == "score":
+        kwargs["reward"] = "score"
+    return domain.make_reference_env(**kwargs)
+
+
+def _experience_model(config: Sim2RealConfig, error_rate: float) -> Any:
+    if config.model == "oracle":
+        from dreamgym_env.experience.oracle import OracleExperienceModel
+
+        env_kwargs = {"reward": "score"} if config.reward == "score" else {}
+        return OracleExperienceModel(config.domain, error_rate=error_rate, seed=config.seed, env_kwargs=env_kwargs)
+    from dreamgym_env.experience.selection import default_experience_model
+
+    return default_experience_model(backend=None if config.model == "auto" else config.model)  # type: ignore[arg-type]
+
+
+def _synthetic_env(config: Sim2RealConfig, model: Any) -> gym.Env:
+    from dreamgym_env.envs.synthetic import DreamEnv
+
+    domain = get_domain(config.domain)
+    return DreamEnv(domain, model, max_steps=domain.max_episode_steps, split="train")
+
+
+def test_tasks(config: Sim2RealConfig) -> list[Task]:
+    """The evaluation tasks: the first ``eval_tasks`` of the domain's test split."""
+    tasks = list(get_domain(config.domain).tasks("test"))[: config.eval_tasks]
+    if not tasks:
+        raise ConfigurationError(f"domain {config.domain!r} has no test tasks")
+    return tasks
+
+
+# -- one worker job ----------------------------------------------------------------------------
+def _setup_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _make_model(config: Sim2RealConfig, venv: Any) -> Any:
+    from sb3_contrib import MaskablePPO
+
+    from dreamgym_env.rl.sb3 import MaskableCandidatePolicy
+
+    p = config.ppo
+    return MaskablePPO(
+        MaskableCandidatePolicy,
+        venv,
+        n_steps=p.n_steps,
+        batch_size=p.batch_size,
+        n_epochs=p.n_epochs,
+        learning_rate=p.learning_rate,
+        gamma=p.gamma,
+        ent_coef=p.ent_coef,
+        seed=config.seed,
+        verbose=0,
+    )
+
+
+def _evaluate(config: Sim2RealConfig, model: Any, embedder: Any) -> tuple[float, int]:
+    from dreamgym_env.rl.sb3 import evaluate_policy_on_tasks, wrap_for_sb3
+
+    env = wrap_for_sb3(_reference_env(config, "test"), embedder, max_actions=config.ppo.max_actions)
+    result = evaluate_policy_on_tasks(model, env, test_tasks(config), seed=config.seed)
+    return result.success, result.episodes
+
+
+def _curve(log: Any, start: int = 0, offset: int = 0) -> tuple[list[int], list[float]]:
+    steps, success = log.success_curve(CURVE_WINDOW)
+    if start:
+        keep = np.asarray(log.timesteps) > start
+        sub = type(log)(
+            timesteps=[t for t, k in zip(log.timesteps, keep) if k],
+            won=[w for w, k in zip(log.won, keep) if k],
+        )
+        steps, success = sub.success_curve(CURVE_WINDOW)
+    step = max(1, len(steps) // 200)  # at most ~200 points
+    return [int(s) - start + offset for s in steps[::step]], [float(v) for v in success[::step]]
+
+
+def train_reference(config: Sim2RealConfig) -> list[RunResult]:
+    """PPO on the real env alone for ``real_steps`` real steps."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from dreamgym_env.replay.embedders import HashedEmbedder
+    from dreamgym_env.rl.sb3 import TrainingMonitor, wrap_for_sb3
+
+    _setup_worker()
+    started = time.perf_counter()
+    embedder = HashedEmbedder(config.ppo.embed_dim)
+    venv = DummyVecEnv(
+        [lambda: wrap_for_sb3(_reference_env(config, "train"), embedder, max_actions=config.ppo.max_actions)]
+        * config.ppo.n_envs
+    )
+    model = _make_model(config, venv)
+    monitor = TrainingMonitor(real_step_budget=config.real_steps)
+    model.learn(config.real_steps + config.ppo.n_envs * config.ppo.n_steps, callback=monitor)
+    success, episodes = _evaluate(config, model, embedder)
+    xs, ys = _curve(monitor.log)
+    model.save(config.out_dir / "models" / "reference")
+    return [
+        RunResult("PPO (real env)", "-", None, monitor.real_steps, 0, success, episodes,
+                  time.perf_counter() - started, xs, ys)
+    ]
+
+
+def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]:
+    """DreamGym-PPO (synthetic steps only), then DreamGym-S2R-PPO (the same agent, then real steps)."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from dreamgym_env.replay.embedders import HashedEmbedder
+    from dreamgym_env.rl.sb3 import TrainingMonitor, wrap_for_sb3
+    from dreamgym_env.wrappers.sim_to_real import SimToReal
+
+    _setup_worker()
+    started = time.perf_counter()
+    embedder = HashedEmbedder(config.ppo.embed_dim)
+    experience_model = _experience_model(config, error_rate)
+
+    def make() -> gym.Env:
+        env = SimToReal(_synthetic_env(config, experience_model), _reference_env(config, "train"))
+        return wrap_for_sb3(env, embedder, max_actions=config.ppo.max_actions)
+
+    venv = DummyVecEnv([make] * config.ppo.n_envs)
+    model = _make_model(config, venv)
+    monitor = TrainingMonitor()
+    model.learn(config.synthetic_budget, callback=monitor)
+    label = config.model if config.model != "oracle" else "oracle"
+    e = error_rate if config.model == "oracle" else None
+    success, episodes = _evaluate(config, model, embedder)
+    synthetic_steps = model.num_timesteps
+    xs, ys = _curve(monitor.log)
+    tag = f"{config.model}-{error_rate:g}"
+    model.save(config.out_dir / "models" / f"dreamgym-{tag}")
+    synthetic = RunResult("DreamGym-PPO", label, e, 0, synthetic_steps, success, episodes,
+                          time.perf_counter() - started, xs, ys)
+    venv.env_method("switch", "real")  # every sub-env moves to the real env at its next reset
+    s2r_monitor = TrainingMonitor(real_step_budget=config.s2r_budget, log=monitor.log)
+    model.learn(config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps, callback=s2r_monitor,
+                reset_num_timesteps=False)
+    success2, _ = _evaluate(config, model, embedder)
+    xs2, ys2 = _curve(monitor.log, start=synthetic_steps, offset=synthetic_steps)
+    model.save(config.out_dir / "models" / f"dreamgym-s2r-{tag}")
+    s2r = RunResult("DreamGym-S2R-PPO", label, e, s2r_monitor.real_steps, model.num_timesteps - s2r_monitor.real_steps,
+                    success2, episodes, time.perf_counter() - started, xs2, ys2)
+    return [synthetic, s2r]
+
+
+def random_baseline(config: Sim2RealConfig) -> RunResult:
+    """A uniformly random choice among the candidate actions, on the test tasks."""
+    from dreamgym_env.wrappers.choice_actions import ChoiceActions
+
+    env = ChoiceActions(_reference_env(config, "test"), max_actions=config.ppo.max_actions)
+    rng = np.random.default_rng(config.seed)
+    wins, tasks = 0, test_tasks(config)
+    for i, task in enumerate(tasks):
+        _, info = env.reset(seed=config.seed + i, options={"task": task})
+        done = False
+        while not done:
+            index = int(rng.integers(max(1, len(info["action_candidates"]))))
+            _, _, terminated, truncated, info = env.step(index)
+            done = terminated or truncated
+        wins += bool(info.get("won", False))
+    return RunResult("Random policy", "-", None, 0, 0, wins / len(tasks), len(tasks))
+
+
+# -- the experiment ----------------------------------------------------------------------------
+def run_sim2real(config: Sim2RealConfig, *, log: Callable[[str], None] = print) -> Sim2RealReport:
+    """Train and evaluate every agent, write ``results.json``, ``table.md`` and ``learning_curves.png``."""
+    started = time.perf_counter()
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    jobs: list[tuple[Callable[..., list[RunResult]], tuple[Any, ...]]] = [(train_reference, (config,))]
+    jobs += [(train_dreamgym, (config, e)) for e in config.error_rates]
+    log(
+        f"sim2real: {len(jobs)} training jobs on {config.workers} worker(s); real steps {config.real_steps:,}, "
+        f"synthetic steps {config.synthetic_budget:,}, S2R real steps {config.s2r_budget:,}"
+    )
+    runs: list[RunResult] = [random_baseline(config)]
+    if config.workers == 1:
+        for fn, args in jobs:
+            runs += fn(*args)
+            log(f"  done: {runs[-1].method} ({runs[-1].seconds:.0f} s)")
+    else:
+        with ProcessPoolExecutor(max_workers=config.workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(fn, *args) for fn, args in jobs]
+            for future in futures:
+                done = future.result()
+                runs += done
+                log(f"  done: {', '.join(r.method for r in done)} ({done[-1].seconds:.0f} s)")
+    order = {"PPO (real env)": 0, "DreamGym-PPO": 1, "DreamGym-S2R-PPO": 2, "Random policy": 3}
+    runs.sort(key=lambda r: (order.get(r.method, 9), r.error_rate or 0.0))
+    report = Sim2RealReport(config, runs, time.perf_counter() - started)
+    write_outputs(report)
+    return report
+
+
+def write_outputs(report: Sim2RealReport) -> None:
+    """Write the table, the JSON results and the plot next to each other in ``out_dir``."""
+    out = report.config.out_dir
+    report.table_path = out / "table.md"
+    report.table_path.write_text(report.table() + "\n", encoding="utf-8")
+    report.json_path = out / "results.json"
+    config = asdict(report.config)
+    config["out_dir"] = str(report.config.out_dir)
+    report.json_path.write_text(
+        json.dumps({"config": config, "seconds": report.seconds, "runs": [asdict(r) for r in report.runs]}, indent=1),
+        encoding="utf-8",
+    )
+    report.plot_path = plot(report, out / "learning_curves.png")
+
+
+def plot(report: Sim2RealReport, path: Path) -> Path:
+    """Learning curves (training success vs steps) and test success vs the model's error rate."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for run in report.runs:
+        if not run.curve_steps:
+            continue
+        label = run.method if run.error_rate is None else f"{run.method}, error {run.error_rate:g}"
+        style = "--" if run.method == "DreamGym-S2R-PPO" else "-"
+        left.plot(run.curve_steps, run.curve_success, style, label=label, linewidth=1.2)
+    left.set(xlabel="environment steps (synthetic, then real for S2R)", ylabel=f"training success (last {CURVE_WINDOW})",
+             title="Learning curves", ylim=(0, 1))
+    left.legend(fontsize=7)
+    synthetic = [r for r in report.runs if r.method == "DreamGym-PPO" and r.error_rate is not None]
+    s2r = [r for r in report.runs if r.method == "DreamGym-S2R-PPO" and r.error_rate is not None]
+    if synthetic:
+        right.plot([r.error_rate for r in synthetic], [100 * r.success for r in synthetic], "o-",
+                   label="DreamGym-PPO (0 real steps)")
+    if s2r:
+        right.plot([r.error_rate for r in s2r], [100 * r.success for r in s2r], "s--",
+                   label=f"DreamGym-S2R-PPO (+{s2r[0].real_steps:,} real steps)")
+    for run in report.runs:
+        if run.method in ("PPO (real env)", "Random policy"):
+            right.axhline(100 * run.success, linestyle=":", color="grey" if run.method == "Random policy" else "k",
+                          label=f"{run.method} ({run.real_steps:,} real steps)")
+    right.set(xlabel="experience-model error rate", ylabel="test success (%)", title="Success vs model fidelity",
+              ylim=(0, 100))
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def parse_error_rates(text: str) -> tuple[float, ...]:
+    """``"0,0.05,0.1"`` -> ``(0.0, 0.05, 0.1)``."""
+    try:
+        rates = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise ConfigurationError(f"--error-rates must be comma-separated numbers, got {text!r}") from exc
+    if any(not math.isfinite(r) for r in rates):
+        raise ConfigurationError(f"--error-rates must be finite, got {text!r}")
+    return rates
+
+
+def with_overrides(config: Sim2RealConfig, **ppo: Any) -> Sim2RealConfig:
+    """A copy of ``config`` with some PPO settings replaced."""
+    return replace(config, ppo=replace(config.ppo, **ppo))
+
+
+__all__: Sequence[str] = (
+    "PPOSettings",
+    "RunResult",
+    "Sim2RealConfig",
+    "Sim2RealReport",
+    "parse_error_rates",
+    "run_sim2real",
+)
