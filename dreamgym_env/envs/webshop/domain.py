@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
@@ -87,6 +88,13 @@ may not. Any other purchase ends the episode with reward 0; every other action h
 )
 
 
+@lru_cache(maxsize=4096)
+def _admissible_actions(state: str) -> tuple[str, ...]:
+    labels = clickable_labels(state)
+    search = ("search[<query>]",) if SEARCH_LABEL in labels else ()
+    return search + tuple(f"click[{label}]" for label in labels if label != SEARCH_LABEL)
+
+
 class WebShopDomain(Domain):
     """WebShop: text pages of a web shop, actions ``search[query]`` and ``click[label]``."""
 
@@ -133,11 +141,7 @@ class WebShopDomain(Domain):
         )
 
     def admissible_actions(self, state: str) -> list[str] | None:
-        labels = clickable_labels(state)
-        actions = [f"click[{label}]" for label in labels if label != SEARCH_LABEL]
-        if SEARCH_LABEL in labels:
-            actions.insert(0, "search[<query>]")
-        return actions
+        return list(_admissible_actions(state))
 
     def validate_action(self, action: ParsedAction, state: str) -> ActionError | None:
         labels = clickable_labels(state)
@@ -145,7 +149,7 @@ class WebShopDomain(Domain):
             return None if SEARCH_LABEL in labels else ActionError("there is no search box on this page")
         folded = {label.lower() for label in labels if label != SEARCH_LABEL}
         if action.argument.lower() not in folded:
-            return ActionError(f"there is no \"{action.argument}\" to click on this page")
+            return ActionError(f'there is no "{action.argument}" to click on this page')
         return None
 
     def is_terminal_action(self, action: ParsedAction) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from dreamgym_env.envs.domain import ActionError, ParsedAction
 
@@ -26,9 +27,11 @@ def parse_action(text: str) -> ParsedAction | ActionError:
     return ParsedAction(verb=verb, argument=argument, text=f"{verb}[{argument}]")
 
 
-def clickable_labels(state: str) -> list[str]:
-    """The bracketed labels of a page, in page order, without duplicates; ``Search`` is the search box."""
-    seen: dict[str, None] = {}
-    for label in _LABEL.findall(state):
-        seen.setdefault(label.strip(), None)
-    return list(seen)
+@lru_cache(maxsize=4096)
+def clickable_labels(state: str) -> tuple[str, ...]:
+    """The bracketed labels of a page, in page order, without duplicates; ``Search`` is the search box.
+
+    Cached: a step asks for the labels of the same page several times (validation, admissible
+    actions), and vector envs often hold the same page in many sub-envs.
+    """
+    return tuple(dict.fromkeys(label.strip() for label in _LABEL.findall(state)))

@@ -1,0 +1,70 @@
+"""A tiny randomly initialised causal LM and a locally trained tokenizer, built offline.
+
+For smoke tests and examples of LLM-policy training (TRL GRPO) on machines without a model
+download: the tokenizer is trained with the ``tokenizers`` library on texts you give (e.g. the
+env's pages), the model is a small ``LlamaForCausalLM`` built from a config. It learns nothing
+useful in a few steps; it shows that the pipeline runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from dreamgym_env.errors import ConfigurationError
+
+SPECIAL_TOKENS = ("<pad>", "<s>", "</s>", "<unk>")
+CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
+    """A byte-level BPE tokenizer trained on ``texts``, as a ``PreTrainedTokenizerFast``.
+
+    Pad, BOS, EOS and UNK are set, and a plain chat template (``role: content`` lines).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    corpus = [t for t in texts if t]
+    if not corpus:
+        raise ConfigurationError("train_tokenizer needs at least one non-empty text")
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    return fast
+
+
+def tiny_llama(tokenizer: Any, *, hidden_size: int = 32, layers: int = 2, heads: int = 2, seed: int = 0) -> Any:
+    """A randomly initialised ``LlamaForCausalLM`` sized for ``tokenizer`` (~100k parameters by default)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=2048,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
