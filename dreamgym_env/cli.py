@@ -14,11 +14,13 @@ import dreamgym_env  # noqa: F401  (registers the ids)
 from dreamgym_env.agents import make_policy
 from dreamgym_env.curriculum.cli import tasks_app
 from dreamgym_env.envs.registration import REFERENCE_IDS, SYNTHETIC_IDS
+from dreamgym_env.replay.cli import buffer_app
 
 app = typer.Typer(
     help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
 )
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(buffer_app, name="buffer")
 console = Console()
 
 

@@ -334,6 +334,14 @@ def _play(
             episode: list[DemoStep] = []
             reference_done = False
             for step in range(1, max_steps + 1):
+                if info.get("admissible_actions") == []:
+                    bar.console.print(
+                        Text(
+                            "the synthetic page offers no action (no clickable label): episode stopped",
+                            style="dim",
+                        )
+                    )
+                    break
                 action, fallback = _act(policy, observation, info)
                 same_page = (env.state == ref_state and not reference_done) or _restore(
                     reference, task, env.state

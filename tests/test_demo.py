@@ -132,3 +132,12 @@ def test_a_policy_that_cannot_read_a_page_falls_back_to_an_admissible_action(web
         True,
     )
     assert _act(lambda o, i: "click[Buy Now]", "page", info) == ("click[Buy Now]", False)
+
+
+def test_episode_stops_when_the_model_writes_a_page_without_actions():
+    def blank(request: ExperienceRequest) -> Transition:
+        return Transition(reasoning="a page with nothing to click", next_state="WebShop | results")
+
+    summary, text, model = demo(blank, episodes=1, max_steps=5, replay=False)
+    assert summary.steps == 1 and model.calls == 1
+    assert "offers no action" in text

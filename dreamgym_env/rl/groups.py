@@ -45,7 +45,9 @@ class GroupEpisode:
         return float(sum(self.rewards))
 
 
-def group_advantages(returns: Sequence[float] | np.ndarray, group_size: int, *, scale: bool = True) -> np.ndarray:
+def group_advantages(
+    returns: Sequence[float] | np.ndarray, group_size: int, *, scale: bool = True
+) -> np.ndarray:
     """GRPO advantages: each return minus its group's mean, divided by the group's std when ``scale``.
 
     ``returns`` holds consecutive groups of ``group_size``. A group whose returns are all equal
@@ -71,7 +73,7 @@ def reward_variance(returns: Sequence[float] | np.ndarray, group_size: int) -> n
 
 def per_env_policy(policy: Callable[[str, dict[str, Any]], str]) -> BatchPolicy:
     """Turn a text policy ``(observation, info) -> action`` into a :data:`BatchPolicy`."""
-    return lambda observations, infos: [policy(o, i) for o, i in zip(observations, infos)]
+    return lambda observations, infos: [policy(o, i) for o, i in zip(observations, infos, strict=True)]
 
 
 def _plain_dream_env(env: gym.Env) -> DreamEnv | None:
@@ -86,10 +88,11 @@ def step_envs(envs: Sequence[gym.Env], actions: Sequence[Any]) -> list[StepResul
     results: list[StepResult | None] = [None] * len(envs)
     pending: dict[int, list[tuple[int, PendingStep]]] = {}
     models: dict[int, Any] = {}
-    for i, (env, action) in enumerate(zip(envs, actions)):
+    for i, (env, action) in enumerate(zip(envs, actions, strict=True)):
         dream = _plain_dream_env(env)
         if dream is None:
-            results[i] = env.step(action)
+            observation, reward, terminated, truncated, info = env.step(action)
+            results[i] = (observation, float(reward), bool(terminated), bool(truncated), info)
             continue
         prepared = dream.prepare_step(action)
         if isinstance(prepared, PendingStep):
@@ -100,7 +103,7 @@ def step_envs(envs: Sequence[gym.Env], actions: Sequence[Any]) -> list[StepResul
             results[i] = prepared
     for key, items in pending.items():
         transitions = models[key].predict_sync([p.request for _, p in items])
-        for (i, prepared), transition in zip(items, transitions):
+        for (i, prepared), transition in zip(items, transitions, strict=True):
             dream = _plain_dream_env(envs[i])
             assert dream is not None
             results[i] = dream.finish_step(prepared, transition)
@@ -131,7 +134,8 @@ def collect_groups(
         envs: a :class:`DreamVectorEnv` (its sub-envs are used directly, without autoreset) or
             a list of envs (each rollout gets one; with fewer envs than rollouts, the rollouts
             run in waves of ``len(envs)``).
-        policy: chooses the actions of all running rollouts at once.
+        policy: chooses the actions of all running rollouts at once; each info carries
+            ``rollout``, the index of its rollout in the returned list (to keep per-rollout state).
         group_size: G, rollouts per task.
         num_tasks: N, tasks drawn at random (with ``seed``) from the first env's ``tasks``;
             ignored when ``tasks`` is given.
@@ -153,40 +157,59 @@ def collect_groups(
             raise ConfigurationError("pass tasks=... or num_tasks >= 1")
         candidates = _task_pool(pool[0])
         rng = np.random.default_rng(seed)
-        tasks = [candidates[int(i)] for i in rng.choice(len(candidates), size=num_tasks, replace=num_tasks > len(candidates))]
+        tasks = [
+            candidates[int(i)]
+            for i in rng.choice(len(candidates), size=num_tasks, replace=num_tasks > len(candidates))
+        ]
     episodes = [GroupEpisode(task=task, group=g) for g, task in enumerate(tasks) for _ in range(group_size)]
     for start in range(0, len(episodes), len(pool)):
         wave = episodes[start : start + len(pool)]
-        _run_wave(pool[: len(wave)], wave, policy, seed=None if seed is None else seed + start, max_steps=max_steps)
+        _run_wave(
+            pool[: len(wave)],
+            wave,
+            policy,
+            first=start,
+            seed=None if seed is None else seed + start,
+            max_steps=max_steps,
+        )
     advantages = group_advantages([e.total_reward for e in episodes], group_size, scale=scale)
-    for episode, advantage in zip(episodes, advantages):
+    for episode, advantage in zip(episodes, advantages, strict=True):
         episode.advantage = float(advantage)
     return episodes
 
 
 def _run_wave(
-    envs: Sequence[gym.Env], episodes: Sequence[GroupEpisode], policy: BatchPolicy, *, seed: int | None,
+    envs: Sequence[gym.Env],
+    episodes: Sequence[GroupEpisode],
+    policy: BatchPolicy,
+    *,
+    first: int,
+    seed: int | None,
     max_steps: int | None,
 ) -> None:
     observations: list[str] = []
     infos: list[dict[str, Any]] = []
-    for i, (env, episode) in enumerate(zip(envs, episodes)):
+    for i, (env, episode) in enumerate(zip(envs, episodes, strict=True)):
         observation, info = env.reset(seed=None if seed is None else seed + i, options={"task": episode.task})
         observations.append(observation)
-        infos.append(info)
+        infos.append({**info, "rollout": first + i})
     active = list(range(len(envs)))
     while active:
         actions = list(policy([observations[i] for i in active], [infos[i] for i in active]))
         if len(actions) != len(active):
-            raise ConfigurationError(f"the policy returned {len(actions)} actions for {len(active)} observations")
+            raise ConfigurationError(
+                f"the policy returned {len(actions)} actions for {len(active)} observations"
+            )
         results = step_envs([envs[i] for i in active], actions)
         still = []
-        for i, action, (observation, reward, terminated, truncated, info) in zip(active, actions, results):
+        for i, action, (observation, reward, terminated, truncated, info) in zip(
+            active, actions, results, strict=True
+        ):
             episode = episodes[i]
             episode.observations.append(observations[i])
             episode.actions.append(action)
             episode.rewards.append(float(reward))
-            observations[i], infos[i] = observation, info
+            observations[i], infos[i] = observation, {**info, "rollout": first + i}
             capped = max_steps is not None and len(episode.actions) >= max_steps
             if terminated or truncated or capped:
                 episode.won = bool(info.get("won", False))

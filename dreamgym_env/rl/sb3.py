@@ -21,6 +21,7 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
 from dreamgym_env.errors import SpaceMismatchError
@@ -75,7 +76,9 @@ class CandidateEncoder(BaseFeaturesExtractor):
         self.linear = nn.Linear(f, 1, bias=False)  # a direct path: features such as overlap count at once
 
     def forward(self, observations: dict[str, th.Tensor]) -> th.Tensor:
-        page = self.page(th.cat([observations["state"], observations["task"], observations["progress"]], dim=-1))
+        page = self.page(
+            th.cat([observations["state"], observations["task"], observations["progress"]], dim=-1)
+        )
         features = observations["features"]
         inputs = th.cat(
             [observations["actions"], features, page.unsqueeze(1).expand(-1, self.max_actions, -1)], dim=-1
@@ -107,33 +110,25 @@ class CandidateHeads(nn.Module):
         return self.value_net(features[:, self.max_actions :])
 
 
-class _CandidateScoring:
-    """Mixin for SB3 actor-critic policies: logits are the :class:`CandidateEncoder` scores."""
+def _candidate_heads(policy: ActorCriticPolicy) -> CandidateHeads:
+    k = int(policy.observation_space["actions"].shape[0])  # type: ignore[index]
+    return CandidateHeads(policy.features_dim, k)
 
-    observation_space: spaces.Dict
-    features_dim: int
-    action_net: nn.Module
-    features_extractor: BaseFeaturesExtractor
-    optimizer: th.optim.Optimizer
-    optimizer_class: type[th.optim.Optimizer]
-    optimizer_kwargs: dict[str, Any]
 
-    def _build_mlp_extractor(self) -> None:
-        k = int(self.observation_space["actions"].shape[0])  # type: ignore[index]
-        self.mlp_extractor = CandidateHeads(self.features_dim, k)
-
-    def _build(self, lr_schedule: Callable[[float], float]) -> None:
-        super()._build(lr_schedule)  # type: ignore[misc]
-        self.action_net = nn.Identity()  # the scores are the logits already
-        score = self.features_extractor.score  # type: ignore[union-attr]
-        nn.init.orthogonal_(score.weight, gain=0.01)
-        nn.init.zeros_(score.bias)
-        nn.init.zeros_(self.features_extractor.linear.weight)  # type: ignore[union-attr]
-        self.optimizer = self.optimizer_class(
-            self.parameters(),  # type: ignore[attr-defined]
-            lr=lr_schedule(1),
-            **self.optimizer_kwargs,
+def _finish_build(policy: ActorCriticPolicy, lr_schedule: Schedule) -> None:
+    """Take the encoder's scores as the logits, start them near uniform, rebuild the optimizer."""
+    policy.action_net = nn.Identity()
+    encoder = policy.features_extractor
+    if not isinstance(encoder, CandidateEncoder):
+        raise SpaceMismatchError(
+            f"the candidate policies need a CandidateEncoder, got {type(encoder).__name__}"
         )
+    nn.init.orthogonal_(encoder.score.weight, gain=0.01)
+    nn.init.zeros_(encoder.score.bias)
+    nn.init.zeros_(encoder.linear.weight)
+    policy.optimizer = policy.optimizer_class(  # type: ignore[call-arg]
+        policy.parameters(), lr=lr_schedule(1), **policy.optimizer_kwargs
+    )
 
 
 def _defaults(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -141,8 +136,11 @@ def _defaults(kwargs: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-class CandidatePolicy(_CandidateScoring, ActorCriticPolicy):
+class CandidatePolicy(ActorCriticPolicy):
     """PPO/A2C policy over ``EmbedObservation(ChoiceActions(env))`` that scores each candidate.
+
+    The logits are the :class:`CandidateEncoder` scores (no extra action layer); the critic is
+    an MLP over the encoder's summary.
 
     Example:
         >>> from stable_baselines3 import PPO
@@ -152,15 +150,29 @@ class CandidatePolicy(_CandidateScoring, ActorCriticPolicy):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **_defaults(kwargs))
 
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = _candidate_heads(self)  # type: ignore[assignment]
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)
+        _finish_build(self, lr_schedule)
+
 
 if importlib.util.find_spec("sb3_contrib") is not None:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    class MaskableCandidatePolicy(_CandidateScoring, MaskableActorCriticPolicy):
+    class MaskableCandidatePolicy(MaskableActorCriticPolicy):
         """:class:`CandidatePolicy` for sb3-contrib's MaskablePPO (padding slots masked out)."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **_defaults(kwargs))
+
+        def _build_mlp_extractor(self) -> None:
+            self.mlp_extractor = _candidate_heads(self)  # type: ignore[arg-type,assignment]
+
+        def _build(self, lr_schedule: Schedule) -> None:
+            super()._build(lr_schedule)
+            _finish_build(self, lr_schedule)  # type: ignore[arg-type]
 
 
 def is_maskable(model: Any) -> bool:
@@ -206,7 +218,7 @@ class TrainingMonitor(BaseCallback):
     def _on_step(self) -> bool:
         infos: Sequence[dict[str, Any]] = self.locals.get("infos", ())
         dones = self.locals.get("dones", np.zeros(len(infos), dtype=bool))
-        for info, done in zip(infos, dones):
+        for info, done in zip(infos, dones, strict=True):
             if info.get("source") == "real":
                 self.real_steps += 1
             if done:

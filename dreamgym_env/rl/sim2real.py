@@ -32,8 +32,8 @@ from dreamgym_env.types import ExperienceRequest, Task, Transition
 ALGOS = ("ppo",)
 MODEL_KINDS = ("oracle", "endpoint", "local", "auto")
 RewardKind = Literal["score", "outcome"]
-DEFAULT_REAL_STEPS = 40_000
-DEFAULT_EVAL_TASKS = 200
+DEFAULT_REAL_STEPS = 30_000
+DEFAULT_EVAL_TASKS = 500
 _INSTRUCTION_LINE = re.compile(r"^Instruction: .*$", re.MULTILINE)
 CURVE_WINDOW = 200
 """Episodes in the rolling success rate of the learning curves."""
@@ -90,7 +90,9 @@ class Sim2RealConfig:
         if self.real_steps < 1 or self.eval_tasks < 1 or self.workers < 1:
             raise ConfigurationError("real_steps, eval_tasks and workers must be >= 1")
         if not self.error_rates or any(not 0.0 <= e <= 1.0 for e in self.error_rates):
-            raise ConfigurationError(f"error_rates must be a non-empty list of values in [0, 1], got {self.error_rates}")
+            raise ConfigurationError(
+                f"error_rates must be a non-empty list of values in [0, 1], got {self.error_rates}"
+            )
         if self.model != "oracle" and self.error_rates != (0.0,):
             raise ConfigurationError("error_rates apply to model='oracle' only")
 
@@ -192,23 +194,45 @@ class _ConsistentOracle(ExperienceModel):
                 answer = self.oracle.true_transition(fixed)
                 answer = answer.model_copy(update={"reward": 0.0}) if answer.terminated else answer
                 self.fallbacks += 1
-            answers.append(answer.model_copy(update={"next_state": self._own(answer.next_state, request.task)}))
+            answers.append(
+                answer.model_copy(update={"next_state": self._own(answer.next_state, request.task)})
+            )
         return answers
 
     async def aclose(self) -> None:
         await self.oracle.aclose()
 
 
-def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
-    if config.model == "oracle":
+def make_experience_model(
+    kind: str = "oracle",
+    domain: str = "webshop",
+    *,
+    error_rate: float = 0.0,
+    reward: RewardKind = "score",
+    seed: int = 0,
+) -> ExperienceModel:
+    """The experience model of a run: the oracle at ``error_rate`` (with ``reward``), or an LLM backend.
+
+    ``kind``: ``"oracle"``, ``"endpoint"``, ``"local"`` or ``"auto"`` (see :class:`Sim2RealConfig`).
+    """
+    if kind == "oracle":
         from dreamgym_env.experience.oracle import OracleExperienceModel
 
-        env_kwargs = {"reward": "score"} if config.reward == "score" else {}
-        oracle = OracleExperienceModel(config.domain, error_rate=error_rate, seed=config.seed, env_kwargs=env_kwargs)
-        return _ConsistentOracle(oracle)
+        env_kwargs = {"reward": "score"} if reward == "score" else {}
+        return _ConsistentOracle(
+            OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs=env_kwargs)
+        )
+    if kind not in MODEL_KINDS:
+        raise UnknownNameError("experience model kind", kind, MODEL_KINDS)
     from dreamgym_env.experience.selection import default_experience_model
 
-    return default_experience_model(backend=None if config.model == "auto" else config.model)  # type: ignore[arg-type]
+    return default_experience_model(backend=None if kind == "auto" else kind)  # type: ignore[arg-type]
+
+
+def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
+    return make_experience_model(
+        config.model, config.domain, error_rate=error_rate, reward=config.reward, seed=config.seed
+    )
 
 
 def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> gym.Env:
@@ -262,14 +286,14 @@ def _evaluate(config: Sim2RealConfig, model: Any, embedder: Any) -> tuple[float,
 
 
 def _curve(log: Any, after: int = 0) -> tuple[list[int], list[float]]:
-    """The rolling training success of the episodes that ended after step ``after`` (~200 points)."""
-    from dreamgym_env.rl.sb3 import EpisodeLog
+    """The rolling training success at the episodes that ended after step ``after`` (~200 points).
 
-    keep = [i for i, t in enumerate(log.timesteps) if t > after]
-    part = EpisodeLog([log.timesteps[i] for i in keep], [log.won[i] for i in keep])
-    steps, success = part.success_curve(CURVE_WINDOW)
-    stride = max(1, len(steps) // 200)
-    return [int(s) for s in steps[::stride]], [float(v) for v in success[::stride]]
+    The window runs over the whole log, so an S2R curve continues from its synthetic part.
+    """
+    steps, success = log.success_curve(CURVE_WINDOW)
+    keep = np.flatnonzero(steps > after)
+    stride = max(1, len(keep) // 200)
+    return [int(steps[i]) for i in keep[::stride]], [float(success[i]) for i in keep[::stride]]
 
 
 def train_reference(config: Sim2RealConfig) -> list[RunResult]:
@@ -293,8 +317,18 @@ def train_reference(config: Sim2RealConfig) -> list[RunResult]:
     xs, ys = _curve(monitor.log)
     model.save(config.out_dir / "models" / "reference")
     return [
-        RunResult("PPO (real env)", "-", None, monitor.real_steps, 0, success, episodes,
-                  time.perf_counter() - started, xs, ys)
+        RunResult(
+            "PPO (real env)",
+            "-",
+            None,
+            monitor.real_steps,
+            0,
+            success,
+            episodes,
+            time.perf_counter() - started,
+            xs,
+            ys,
+        )
     ]
 
 
@@ -326,17 +360,31 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
     xs, ys = _curve(monitor.log)
     tag = f"{config.model}-{error_rate:g}"
     model.save(config.out_dir / "models" / f"dreamgym-{tag}")
-    synthetic = RunResult("DreamGym-PPO", label, e, 0, synthetic_steps, success, episodes,
-                          time.perf_counter() - started, xs, ys)
+    synthetic = RunResult(
+        "DreamGym-PPO", label, e, 0, synthetic_steps, success, episodes, time.perf_counter() - started, xs, ys
+    )
     venv.env_method("switch", "real")  # every sub-env moves to the real env at its next reset
     s2r_monitor = TrainingMonitor(real_step_budget=config.s2r_budget, log=monitor.log)
-    model.learn(config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps, callback=s2r_monitor,
-                reset_num_timesteps=False)
+    model.learn(
+        config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps,
+        callback=s2r_monitor,
+        reset_num_timesteps=False,
+    )
     success2, _ = _evaluate(config, model, embedder)
     xs2, ys2 = _curve(monitor.log, after=synthetic_steps)
     model.save(config.out_dir / "models" / f"dreamgym-s2r-{tag}")
-    s2r = RunResult("DreamGym-S2R-PPO", label, e, s2r_monitor.real_steps, model.num_timesteps - s2r_monitor.real_steps,
-                    success2, episodes, time.perf_counter() - started, xs2, ys2)
+    s2r = RunResult(
+        "DreamGym-S2R-PPO",
+        label,
+        e,
+        s2r_monitor.real_steps,
+        model.num_timesteps - s2r_monitor.real_steps,
+        success2,
+        episodes,
+        time.perf_counter() - started,
+        xs2,
+        ys2,
+    )
     return [synthetic, s2r]
 
 
@@ -362,7 +410,7 @@ def random_baseline(config: Sim2RealConfig) -> RunResult:
 def run_sim2real(config: Sim2RealConfig, *, log: Callable[[str], None] = print) -> Sim2RealReport:
     """Train and evaluate every agent, write ``results.json``, ``table.md`` and ``learning_curves.png``."""
     started = time.perf_counter()
-    config.out_dir.mkdir(parents=True, exist_ok=True)
+    (config.out_dir / "models").mkdir(parents=True, exist_ok=True)
     jobs: list[tuple[Callable[..., list[RunResult]], tuple[Any, ...]]] = [(train_reference, (config,))]
     jobs += [(train_dreamgym, (config, e)) for e in config.error_rates]
     log(
@@ -399,7 +447,9 @@ def write_outputs(report: Sim2RealReport) -> None:
     config = asdict(report.config)
     config["out_dir"] = str(report.config.out_dir)
     report.json_path.write_text(
-        json.dumps({"config": config, "seconds": report.seconds, "runs": [asdict(r) for r in report.runs]}, indent=1),
+        json.dumps(
+            {"config": config, "seconds": report.seconds, "runs": [asdict(r) for r in report.runs]}, indent=1
+        ),
         encoding="utf-8",
     )
     report.plot_path = plot(report, out / "learning_curves.png")
@@ -417,25 +467,50 @@ def plot(report: Sim2RealReport, path: Path) -> Path:
         if not run.curve_steps:
             continue
         label = run.method if run.error_rate is None else f"{run.method}, error {run.error_rate:g}"
-        style = "--" if run.method == "DreamGym-S2R-PPO" else "-"
-        left.plot(run.curve_steps, run.curve_success, style, label=label, linewidth=1.2)
-    left.set(xlabel="environment steps (synthetic, then real for S2R)", ylabel=f"training success (last {CURVE_WINDOW})",
-             title="Learning curves", ylim=(0, 1))
+        if run.method == "PPO (real env)":  # drawn last-but-visible: black, dotted, on top
+            left.plot(
+                run.curve_steps, run.curve_success, ":", color="k", label=label, linewidth=2.0, zorder=5
+            )
+        else:
+            style = "--" if run.method == "DreamGym-S2R-PPO" else "-"
+            left.plot(run.curve_steps, run.curve_success, style, label=label, linewidth=1.2)
+    left.set(
+        xlabel="environment steps (synthetic, then real for S2R)",
+        ylabel=f"success in the training env (last {CURVE_WINDOW} episodes)",
+        title="Learning curves",
+        ylim=(0, 1),
+    )
     left.legend(fontsize=7)
     synthetic = [r for r in report.runs if r.method == "DreamGym-PPO" and r.error_rate is not None]
     s2r = [r for r in report.runs if r.method == "DreamGym-S2R-PPO" and r.error_rate is not None]
     if synthetic:
-        right.plot([r.error_rate for r in synthetic], [100 * r.success for r in synthetic], "o-",
-                   label="DreamGym-PPO (0 real steps)")
+        right.plot(
+            [r.error_rate for r in synthetic],
+            [100 * r.success for r in synthetic],
+            "o-",
+            label="DreamGym-PPO (0 real steps)",
+        )
     if s2r:
-        right.plot([r.error_rate for r in s2r], [100 * r.success for r in s2r], "s--",
-                   label=f"DreamGym-S2R-PPO (+{s2r[0].real_steps:,} real steps)")
+        right.plot(
+            [r.error_rate for r in s2r],
+            [100 * r.success for r in s2r],
+            "s--",
+            label=f"DreamGym-S2R-PPO (+{s2r[0].real_steps:,} real steps)",
+        )
     for run in report.runs:
         if run.method in ("PPO (real env)", "Random policy"):
-            right.axhline(100 * run.success, linestyle=":", color="grey" if run.method == "Random policy" else "k",
-                          label=f"{run.method} ({run.real_steps:,} real steps)")
-    right.set(xlabel="experience-model error rate", ylabel="test success (%)", title="Success vs model fidelity",
-              ylim=(0, 100))
+            right.axhline(
+                100 * run.success,
+                linestyle=":",
+                color="grey" if run.method == "Random policy" else "k",
+                label=f"{run.method} ({run.real_steps:,} real steps)",
+            )
+    right.set(
+        xlabel="experience-model error rate",
+        ylabel="test success (%)",
+        title="Success vs model fidelity",
+        ylim=(0, 100),
+    )
     right.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -464,6 +539,7 @@ __all__: Sequence[str] = (
     "RunResult",
     "Sim2RealConfig",
     "Sim2RealReport",
+    "make_experience_model",
     "parse_error_rates",
     "run_sim2real",
 )

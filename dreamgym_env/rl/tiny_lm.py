@@ -48,7 +48,9 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
     return fast
 
 
-def tiny_llama(tokenizer: Any, *, hidden_size: int = 32, layers: int = 2, heads: int = 2, seed: int = 0) -> Any:
+def tiny_llama(
+    tokenizer: Any, *, hidden_size: int = 32, layers: int = 2, heads: int = 2, seed: int = 0
+) -> Any:
     """A randomly initialised ``LlamaForCausalLM`` sized for ``tokenizer`` (~100k parameters by default)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM

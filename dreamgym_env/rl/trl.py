@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-import torch
 
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.rl.groups import step_envs
 from dreamgym_env.types import Task
+from dreamgym_env.wrappers.choice_actions import PLACEHOLDER
 
 DEFAULT_MAX_TURNS = 8
 DEFAULT_MAX_ACTION_TOKENS = 24
@@ -30,6 +30,8 @@ SYSTEM_PROMPT = "You are a shopping agent. Reply with one action per turn: searc
 
 PromptFormatter = Callable[[Task], str]
 ObservationFormatter = Callable[[str, dict[str, Any]], str]
+ActionParser = Callable[[str, dict[str, Any]], str]
+"""Reads the action from the model's text, given the info of the step it acts in."""
 
 
 def default_prompt(task: Task) -> str:
@@ -42,9 +44,27 @@ def default_observation(observation: str, info: dict[str, Any]) -> str:
     return f"\n{observation}\nAction:"
 
 
-def first_line(text: str) -> str:
+def first_line(text: str, info: dict[str, Any] | None = None) -> str:
     """The action in a generated text: its first non-empty line, stripped."""
     return next((line.strip() for line in text.split("\n") if line.strip()), "")
+
+
+def nearest_admissible(text: str, info: dict[str, Any]) -> str:
+    """The admissible action closest to the text's first line (a free-text slot takes the line).
+
+    Snapping generated text to the nearest admissible action, as text agents for ALFWorld-like
+    envs do, lets even an untrained model act validly. Without ``admissible_actions`` the line
+    is the action.
+    """
+    line = first_line(text)
+    admissible = info.get("admissible_actions")
+    if not admissible:
+        return line
+    from rapidfuzz import fuzz, process
+
+    choice = process.extractOne(line, list(admissible), scorer=fuzz.ratio)
+    action = str(choice[0]) if choice else str(admissible[0])
+    return PLACEHOLDER.sub(lambda _: line.replace("[", " ").replace("]", " ").strip() or "item", action)
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -69,8 +89,9 @@ class EnvRollout:
         max_turns: actions per episode at most.
         max_action_tokens: tokens the model may write per action.
         max_observation_tokens: env tokens kept per observation (the end is cut).
-        format_prompt / format_observation / parse_action: how tasks and observations are
-            written for the model and how an action is read from its text.
+        format_prompt / format_observation: how tasks and observations are written for the model.
+        parse_action: reads the action from the model's text and the step's info
+            (:func:`first_line`, or :func:`nearest_admissible` to snap to a valid action).
 
     Example:
         >>> rollout = EnvRollout("DreamGym/WebShop-v0", tasks, env_kwargs={"experience_model": m})  # doctest: +SKIP
@@ -90,10 +111,12 @@ class EnvRollout:
         max_observation_tokens: int = DEFAULT_MAX_OBSERVATION_TOKENS,
         format_prompt: PromptFormatter = default_prompt,
         format_observation: ObservationFormatter = default_observation,
-        parse_action: Callable[[str], str] = first_line,
+        parse_action: ActionParser = first_line,
     ) -> None:
         if max_turns < 1 or max_action_tokens < 1 or max_observation_tokens < 0:
-            raise ConfigurationError("max_turns and max_action_tokens must be >= 1, max_observation_tokens >= 0")
+            raise ConfigurationError(
+                "max_turns and max_action_tokens must be >= 1, max_observation_tokens >= 0"
+            )
         if not tasks:
             raise ConfigurationError("EnvRollout needs at least one task")
         if isinstance(make_env, str):
@@ -101,7 +124,11 @@ class EnvRollout:
             self.make_env: Callable[[], gym.Env] = lambda: gym.make(env_id, **kwargs)
         else:
             self.make_env = make_env
-        self.format_prompt, self.format_observation, self.parse_action = format_prompt, format_observation, parse_action
+        self.format_prompt, self.format_observation, self.parse_action = (
+            format_prompt,
+            format_observation,
+            parse_action,
+        )
         self.max_turns, self.max_action_tokens = max_turns, max_action_tokens
         self.max_observation_tokens = max_observation_tokens
         self.tasks_by_prompt = {format_prompt(task): task for task in tasks}
@@ -147,31 +174,35 @@ class EnvRollout:
         logprobs: list[list[float]] = [[] for _ in range(n)]
         env_mask: list[list[int]] = [[] for _ in range(n)]
         rewards, won, turns = [0.0] * n, [False] * n, [0] * n
-        for env, task in zip(envs, tasks):
-            env.reset(options={"task": task})
+        infos = [env.reset(options={"task": task})[1] for env, task in zip(envs, tasks, strict=True)]
         active = list(range(n))
         for _ in range(self.max_turns):
             if not active:
                 break
-            generated = self._generate(model, tokenizer, [prompt_ids[i] + completion_ids[i] for i in active],
-                                       temperature)
+            generated = self._generate(
+                model, tokenizer, [prompt_ids[i] + completion_ids[i] for i in active], temperature
+            )
             actions = []
-            for i, (ids, lps) in zip(active, generated):
+            for i, (ids, lps) in zip(active, generated, strict=True):
                 completion_ids[i] += ids
                 logprobs[i] += lps
                 env_mask[i] += [1] * len(ids)
                 turns[i] += 1
-                actions.append(self.parse_action(tokenizer.decode(ids, skip_special_tokens=True)))
+                actions.append(self.parse_action(tokenizer.decode(ids, skip_special_tokens=True), infos[i]))
             results = step_envs([envs[i] for i in active], actions)
             still = []
-            for i, (observation, reward, terminated, truncated, info) in zip(active, results):
+            for i, (observation, reward, terminated, truncated, info) in zip(active, results, strict=True):
                 rewards[i] += float(reward)
+                infos[i] = info
                 if terminated or truncated:
                     won[i] = bool(info.get("won", False))
                     continue
                 feedback = self._encode(tokenizer, self.format_observation(observation, info))
                 feedback = feedback[: self.max_observation_tokens]
-                if budget is not None and len(completion_ids[i]) + len(feedback) + self.max_action_tokens > budget:
+                if (
+                    budget is not None
+                    and len(completion_ids[i]) + len(feedback) + self.max_action_tokens > budget
+                ):
                     continue  # no room for another turn within max_completion_length
                 completion_ids[i] += feedback
                 logprobs[i] += [0.0] * len(feedback)
@@ -192,7 +223,6 @@ class EnvRollout:
     def _encode(tokenizer: Any, text: str) -> list[int]:
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    @torch.no_grad()
     def _generate(
         self, model: Any, tokenizer: Any, contexts: list[list[int]], temperature: float
     ) -> list[tuple[list[int], list[float]]]:
@@ -201,29 +231,32 @@ class EnvRollout:
         Returns each continuation without padding and the log-probabilities of its tokens under
         the sampling distribution (temperature applied), up to and including an end-of-sequence.
         """
+        import torch
+
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         width = max(len(c) for c in contexts)
         device = next(model.parameters()).device
         input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=device)
         attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
-        out = model.generate(
-            input_ids=input_ids,
-            attention_mask=attention,
-            max_new_tokens=self.max_action_tokens,
-            do_sample=True,
-            temperature=temperature,
-            top_k=0,
-            top_p=1.0,
-            pad_token_id=pad,
-            eos_token_id=tokenizer.eos_token_id,
-            output_scores=True,
-            return_dict_in_generate=True,
-        )
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=input_ids,
+                attention_mask=attention,
+                max_new_tokens=self.max_action_tokens,
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                top_p=1.0,
+                pad_token_id=pad,
+                eos_token_id=tokenizer.eos_token_id,
+                output_scores=True,
+                return_dict_in_generate=True,
+            )
         new = out.sequences[:, width:]
         scores = torch.stack(out.scores, dim=1).float().log_softmax(dim=-1)  # (batch, steps, vocab)
         token_lp = scores.gather(-1, new.unsqueeze(-1)).squeeze(-1)
         results = []
-        for row, lps in zip(new.tolist(), token_lp.tolist()):
+        for row, lps in zip(new.tolist(), token_lp.tolist(), strict=True):
             end = len(row)
             if tokenizer.eos_token_id is not None and tokenizer.eos_token_id in row:
                 end = row.index(tokenizer.eos_token_id) + 1

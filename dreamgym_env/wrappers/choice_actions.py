@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -39,7 +39,9 @@ def fill_with_instruction(action: str, info: dict[str, Any]) -> list[str]:
     return [PLACEHOLDER.sub(lambda _: instruction, action)] if instruction else []
 
 
-def candidate_actions(info: dict[str, Any], max_actions: int, fill: Fill = fill_with_instruction) -> list[str]:
+def candidate_actions(
+    info: dict[str, Any], max_actions: int, fill: Fill = fill_with_instruction
+) -> list[str]:
     """The concrete candidate actions of a step: admissible actions, placeholders filled, at most K."""
     admissible = info.get("admissible_actions")
     if admissible is None:
@@ -77,7 +79,9 @@ class ChoiceActions(gym.Wrapper):
         ('search[i need a long sleeve ...]', array([ True, False]))
     """
 
-    def __init__(self, env: gym.Env, max_actions: int = DEFAULT_MAX_ACTIONS, fill: Fill = fill_with_instruction) -> None:
+    def __init__(
+        self, env: gym.Env, max_actions: int = DEFAULT_MAX_ACTIONS, fill: Fill = fill_with_instruction
+    ) -> None:
         if not isinstance(env.action_space, spaces.Text):
             raise SpaceMismatchError(
                 f"ChoiceActions accepts a Text action space, got {type(env.action_space).__name__}"
@@ -94,7 +98,9 @@ class ChoiceActions(gym.Wrapper):
         self.candidates = candidate_actions(info, self.max_actions, self.fill)
         return {**info, "action_candidates": list(self.candidates)}
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         return observation, self._update(info)
 
@@ -103,7 +109,7 @@ class ChoiceActions(gym.Wrapper):
         i = int(index)
         return self.candidates[i] if 0 <= i < len(self.candidates) else INVALID_CHOICE
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         text = self.action(action)
         observation, reward, terminated, truncated, info = self.env.step(text)
         return observation, reward, terminated, truncated, {**self._update(info), "action_text": text}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from functools import lru_cache
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -25,6 +25,8 @@ CANDIDATE_FEATURES = (
     "numbers_within",
     "times_taken",
     "is_last_action",
+    "line_taken",
+    "line_best",
     "position",
 )
 """The per-candidate features, in column order (see :class:`EmbedObservation`)."""
@@ -38,8 +40,39 @@ _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9])")
 _BRACKETED = re.compile(r"\[([^\[\]\n]+)\]")
 _LABELLED = re.compile(r"^\s*[a-z_]+\s*\[(.+)\]\s*$", re.IGNORECASE | re.DOTALL)
 STOPWORDS = frozenset(
-    "a an and are as at be by for from i im in is it me my of on or some that the this to want "
-    "with you need looking find".split()
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "i",
+        "im",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "some",
+        "that",
+        "the",
+        "this",
+        "to",
+        "want",
+        "with",
+        "you",
+        "need",
+        "looking",
+        "find",
+    }
 )
 """Words that say nothing about which candidate fits (left out of the overlap features)."""
 
@@ -100,7 +133,9 @@ class EmbedObservation(gym.Wrapper):
       words found in the instruction and of the instruction's words found in the context; no
       number in the context above the instruction's largest (bounds such as "lower than 40
       dollars"); how often the action was already taken this episode (/3); whether it was the
-      last action; the position (/K);
+      last action; whether an action shown on the same line was taken this episode (an option
+      group already chosen); whether the label matches the most instruction words on its line
+      ("rose gold" over "gold"); the position (/K);
     * ``"progress"`` ``(4,)`` in ``[0, 1]``, :data:`PROGRESS_FEATURES`: steps taken (/``horizon``),
       candidates shown (/K), whether the last action was valid, steps since the page last
       changed (/``horizon``).
@@ -153,21 +188,28 @@ class EmbedObservation(gym.Wrapper):
             }
         )
         self._taken: dict[str, int] = {}
+        self._taken_lines: set[str] = set()
         self._last_action = ""
         self._steps = 0
         self._stuck = 0
         self._last_text = ""
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         self._taken, self._last_action, self._steps, self._stuck = {}, "", 0, 0
+        self._taken_lines = set()
         self._last_text = observation
         return self.embed(observation, info, action_valid=True), info
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
         text = str(info.get("action_text", action))
         self._taken[text] = self._taken.get(text, 0) + 1
+        line = context_of(text, self._last_text)
+        if line != text:
+            self._taken_lines.add(line)
         self._last_action = text
         self._steps += 1
         self._stuck = self._stuck + 1 if observation == self._last_text else 0
@@ -180,7 +222,7 @@ class EmbedObservation(gym.Wrapper):
         cache = self._cache
         missing = list(dict.fromkeys(p for p in pairs if p not in cache))
         if missing:
-            for pair, row in zip(missing, self.embedder.embed(missing)):
+            for pair, row in zip(missing, self.embedder.embed(missing), strict=True):
                 cache[pair] = row
         rows = np.stack([cache[p] for p in pairs])
         for pair in pairs:
@@ -189,7 +231,9 @@ class EmbedObservation(gym.Wrapper):
             cache.popitem(last=False)
         return rows
 
-    def embed(self, observation: str, info: dict[str, Any], *, action_valid: bool = True) -> dict[str, np.ndarray]:
+    def embed(
+        self, observation: str, info: dict[str, Any], *, action_valid: bool = True
+    ) -> dict[str, np.ndarray]:
         """The vector observation of ``observation`` with its ``info`` (see the class docstring)."""
         k = self.max_actions
         candidates = info.get("action_candidates")
@@ -199,7 +243,7 @@ class EmbedObservation(gym.Wrapper):
         instruction = instruction_of(info, observation)
         lines = label_lines(observation)
         contexts = [context_of(action, lines) for action in candidates]
-        rows = self._embed([(instruction, ""), (observation, ""), *zip(contexts, candidates)])
+        rows = self._embed([(instruction, ""), (observation, ""), *zip(contexts, candidates, strict=True)])
         n = len(candidates)
         task_vec, state_vec = rows[0], rows[1]
         actions = np.zeros((k, self.embedder.dim), dtype=np.float32)
@@ -207,21 +251,27 @@ class EmbedObservation(gym.Wrapper):
         features = np.zeros((k, len(CANDIDATE_FEATURES)), dtype=np.float32)
         goal_words = words(instruction)
         bound = max(_numbers(instruction), default=None)
-        for i, (action, context) in enumerate(zip(candidates, contexts)):
-            label = words(label_of(action))
-            ctx = words(context)
+        labels = [words(label_of(action)) for action in candidates]
+        matches = [len(label & goal_words) for label in labels]
+        best: dict[str, int] = {}
+        for context, count in zip(contexts, matches, strict=True):
+            best[context] = max(best.get(context, 0), count)
+        for i, (action, context) in enumerate(zip(candidates, contexts, strict=True)):
+            label, ctx = labels[i], words(context)
             shared = ctx & goal_words
             numbers = _numbers(context) if context != action else ()
             features[i] = (
                 1.0,
                 float(rows[2 + i] @ task_vec),
-                len(label & goal_words) / len(label) if label else 0.0,
-                min(len(label & goal_words), 4) / 4,
+                matches[i] / len(label) if label else 0.0,
+                min(matches[i], 4) / 4,
                 len(shared) / len(ctx) if ctx else 0.0,
                 len(shared) / len(goal_words) if goal_words else 0.0,
                 float(bound is None or all(x <= bound + 1e-9 for x in numbers)),
                 min(self._taken.get(action, 0), 3) / 3,
                 float(action == self._last_action),
+                float(context in self._taken_lines),
+                float(matches[i] > 0 and matches[i] == best[context]),
                 i / k,
             )
         np.clip(features, 0.0, 1.0, out=features)

@@ -226,9 +226,7 @@ class VectorReplayGrounding(VectorWrapper):
     def buffer(self) -> ExperienceReplayBuffer:
         return self.grounder.buffer
 
-    def reset(
-        self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observations, infos = self.env.reset(seed=seed, options=options)
         for i in range(self.num_envs):
             self._start_episode(i, observations[i], infos)

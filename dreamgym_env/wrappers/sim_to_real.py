@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -95,8 +95,14 @@ class SimToReal(gym.Env):
 
     ``info["source"]`` says which env served the reset or step; :attr:`counts` holds the steps
     and episodes of each. Steps of the real env are passed to every listener added with
-    :meth:`add_real_step_listener` (e.g. a replay buffer, so that real transitions ground the
-    experience model).
+    :meth:`add_real_step_listener`, e.g. ``lambda task, step: buffer.add(task, step,
+    source="real")``; or wrap the whole in
+    :class:`~dreamgym_env.wrappers.replay_grounding.ReplayGrounding`, which grounds the
+    synthetic side and writes real steps to the buffer tagged ``real``.
+
+    Observation and action spaces are those of the two envs (any kind, as long as they are
+    equal); wrap the ``SimToReal`` env, not its two sides, in adapters such as
+    :class:`~dreamgym_env.wrappers.choice_actions.ChoiceActions`.
 
     Example:
         >>> env = SimToReal(gym.make("DreamGym/WebShop-v0"), gym.make("DreamGym/WebShop-Ref-v0"),
@@ -148,7 +154,7 @@ class SimToReal(gym.Env):
         """The env serving the current episode."""
         return self.envs[self.source]
 
-    def switch(self, to: EnvSource | None | Literal["toggle"] = "toggle") -> None:
+    def switch(self, to: EnvSource | Literal["toggle"] | None = "toggle") -> None:
         """Pin the source of the following episodes (from the next reset on).
 
         ``switch()`` toggles, ``switch("real")`` / ``switch("synthetic")`` pins that env, and
@@ -177,7 +183,9 @@ class SimToReal(gym.Env):
             raise ConfigurationError(f"the schedule returned {source!r}; expected 'synthetic' or 'real'")
         return source
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)
         if seed is not None:  # each env gets the seed at its own next reset
             self._pending_seed = {"synthetic": seed, "real": seed}
@@ -190,7 +198,7 @@ class SimToReal(gym.Env):
         self._state = observation if isinstance(observation, str) else ""
         return observation, {**info, "source": self.source}
 
-    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.active_env.step(action)
         self._count(steps=1)
         if self.source == "real" and self._listeners and self._task is not None:
@@ -211,10 +219,14 @@ class SimToReal(gym.Env):
     def _count(self, *, steps: int = 0, episodes: int = 0) -> None:
         c = self.counts
         if self.source == "real":
-            self.counts = replace(c, real_steps=c.real_steps + steps, real_episodes=c.real_episodes + episodes)
+            self.counts = replace(
+                c, real_steps=c.real_steps + steps, real_episodes=c.real_episodes + episodes
+            )
         else:
             self.counts = replace(
-                c, synthetic_steps=c.synthetic_steps + steps, synthetic_episodes=c.synthetic_episodes + episodes
+                c,
+                synthetic_steps=c.synthetic_steps + steps,
+                synthetic_episodes=c.synthetic_episodes + episodes,
             )
 
     def render(self) -> Any:

@@ -9,6 +9,8 @@ import sys
 import textwrap
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
@@ -251,3 +253,27 @@ def test_sigkill_loses_no_committed_transition(tmp_path):
         top = reopened.search(f"state {committed - 1}", f"click[{committed - 1}]", k=1, sources=None)[0]
         assert top.record.next_state == f"next {committed - 1}"
         assert json.loads(json.dumps(reopened.counts()))["synthetic"] == len(stored)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    capacity=st.integers(min_value=1, max_value=12),
+    adds=st.lists(st.sampled_from(["offline", "real", "synthetic"]), min_size=1, max_size=40),
+)
+def test_eviction_order_holds_for_any_sequence(capacity, adds):
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder(dim=32), capacity=capacity, evict_fraction=0.0)
+    for i, source in enumerate(adds):
+        before = buffer.counts()
+        buffer.add(make_task(), make_step(i), source=source)
+        after = buffer.counts()
+        assert len(buffer) <= capacity
+        if after["offline"] < before["offline"]:  # offline goes only when nothing else is left
+            assert after["synthetic"] == after["real"] == 0
+        if after["real"] < before["real"]:
+            assert after["synthetic"] == 0
+    assert (
+        buffer.store.count()
+        == len(buffer)
+        == buffer.store.count_table("vectors")
+        == len(buffer._ensure_index())
+    )

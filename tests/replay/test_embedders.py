@@ -10,6 +10,7 @@ from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.replay.embedders import (
     HashedEmbedder,
     SentenceTransformerEmbedder,
+    cuda_available,
     make_embedder,
     sentence_transformer_available,
 )
@@ -90,6 +91,16 @@ def test_bad_specs_are_configuration_errors():
         HashedEmbedder(action_weight=1.5)
 
 
+def test_auto_uses_minilm_only_on_a_gpu(monkeypatch):
+    monkeypatch.delenv("DREAMGYM_EMBEDDER", raising=False)
+    monkeypatch.setattr("dreamgym_env.replay.embedders.sentence_transformer_available", lambda: True)
+    monkeypatch.setattr("dreamgym_env.replay.embedders.cuda_available", lambda: False)
+    assert isinstance(make_embedder(), HashedEmbedder)
+    monkeypatch.setattr("dreamgym_env.replay.embedders.sentence_transformer_available", lambda: False)
+    monkeypatch.setattr("dreamgym_env.replay.embedders.cuda_available", lambda: True)
+    assert isinstance(make_embedder("auto"), HashedEmbedder)
+
+
 def test_environment_variable_picks_the_embedder(monkeypatch):
     monkeypatch.setenv("DREAMGYM_EMBEDDER", "hashed:dim=64")
     assert make_embedder().spec == "hashed:dim=64:action_weight=0.4"
@@ -108,4 +119,6 @@ def test_minilm_loads_offline_and_embeds(monkeypatch):
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-4)
     assert vectors[0] @ vectors[1] > 0.999 and vectors[0] @ vectors[2] < 0.8
-    assert make_embedder(embedder.spec).spec == embedder.spec
+    assert embedder.spec == "minilm"  # portable: no local path in the spec
+    assert embedder.device == ("cuda" if cuda_available() else "cpu")
+    assert make_embedder("minilm").spec == "minilm"

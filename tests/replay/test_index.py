@@ -59,9 +59,12 @@ def test_exact_remove_and_compact():
     np.testing.assert_array_equal(found[:, 0], kept_ids)
 
 
-def test_dimension_is_checked():
+def test_dimension_and_storage_are_checked():
     with pytest.raises(ConfigurationError, match="dimension 32"):
         ExactIndex(32).add(np.array([1]), np.zeros((1, 8), dtype=np.float32))
+    if faiss_available():
+        with pytest.raises(ConfigurationError, match="storage"):
+            IVFIndex(32, np.arange(100), unit_rows(100), storage="int4")
 
 
 def test_partition_filters_are_exact():
@@ -84,9 +87,10 @@ def test_partition_filters_are_exact():
 
 
 @needs_faiss
-def test_ivf_recall_add_and_remove():
+@pytest.mark.parametrize("storage", ["fp16", "float32"])
+def test_ivf_recall_add_and_remove(storage):
     vectors, ids = unit_rows(6000, dim=32, clusters=60), np.arange(6000) * 3
-    index = IVFIndex(32, ids[:3000], vectors[:3000], nprobe=8)
+    index = IVFIndex(32, ids[:3000], vectors[:3000], nprobe=8, storage=storage)
     index.add(ids[3000:], vectors[3000:])  # assigned to the trained lists, no rebuild
     assert len(index) == 6000 and index.nlist == IVFIndex.lists_for(3000)
     queries = vectors[::60] + 0.05 * unit_rows(100, dim=32, seed=9)
@@ -102,7 +106,8 @@ def test_ivf_recall_add_and_remove():
     kept_ids, kept_vectors = index.items()
     assert set(kept_ids.tolist()) == set(ids.tolist()) - set(gone.tolist())
     order = np.argsort(kept_ids)
-    np.testing.assert_array_equal(kept_vectors[order], vectors[np.isin(ids, kept_ids)])
+    tolerance = 1e-3 if storage == "fp16" else 0.0  # float16 keeps about 3 decimal digits
+    np.testing.assert_allclose(kept_vectors[order], vectors[np.isin(ids, kept_ids)], rtol=0, atol=tolerance)
 
 
 @needs_faiss
@@ -112,6 +117,9 @@ def test_ivf_retrains_after_growth():
     small = index.nlist
     index.add(np.arange(400, 5000), vectors[400:])
     assert index.nlist > small and len(index) == 5000
+    ids, moved = index.items()  # every vector moved to the new lists intact
+    assert sorted(ids.tolist()) == list(range(5000))
+    np.testing.assert_allclose(moved[np.argsort(ids)], vectors, rtol=0, atol=1e-3)
     _, found = index.search(vectors[:50], 1)
     assert np.mean(found[:, 0] == np.arange(50)) >= 0.95
 

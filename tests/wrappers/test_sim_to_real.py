@@ -118,8 +118,11 @@ def test_callable_schedule_sees_the_counts(envs):
 
 def test_mismatched_spaces_are_refused_with_a_clear_error(scripted_model):
     synthetic = DreamEnv("webshop", scripted_model)
-    with pytest.raises(SpaceMismatchError, match="observation_space.*UnicodeText.*Discrete"):
-        SimToReal(synthetic, gym.make("CartPole-v1").unwrapped)  # Box obs, Discrete actions
+    with pytest.raises(
+        SpaceMismatchError,
+        match=r"observation_spaces; the synthetic env has UnicodeText.*the real env has Box",
+    ):
+        SimToReal(synthetic, gym.make("CartPole-v1").unwrapped)
     short = WebShopRefEnv(max_text_length=100)
     assert short.observation_space == UnicodeText(100)
     with pytest.raises(SpaceMismatchError, match="observation_space"):
@@ -142,5 +145,39 @@ def test_real_steps_reach_the_listeners_as_steps(envs):
     env.step("click[no such label]")
     assert [task_id for task_id, _ in recorded] == [info["task_id"]] * 2
     first, invalid = recorded[0][1], recorded[1][1]
-    assert (first.state, first.action, first.next_state, first.reward) == (real_obs, "search[blue shirt]", obs, reward)
+    assert (first.state, first.action, first.next_state, first.reward) == (
+        real_obs,
+        "search[blue shirt]",
+        obs,
+        reward,
+    )
     assert not invalid.action_valid and invalid.state == obs
+
+
+def test_replay_grounding_over_sim_to_real_writes_real_steps_as_real(envs):
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+    from dreamgym_env.wrappers.replay_grounding import ReplayGrounding
+
+    buffer = ExperienceReplayBuffer(None, embedder="hashed")
+    env = ReplayGrounding(SimToReal(*envs, schedule=SyntheticFirst(episodes=1)), buffer, k=0)
+    env.reset(seed=0)
+    env.step("search[red shoes]")
+    env.reset()
+    env.step("search[blue shirt]")
+    env.step("click[Back to Search]")
+    counts = buffer.counts()
+    assert counts["synthetic"] == 1 and counts["real"] == 2
+    buffer.close()
+
+
+def test_a_listener_can_fill_a_replay_buffer(envs):
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+
+    buffer = ExperienceReplayBuffer(None, embedder="hashed")
+    env = SimToReal(*envs)
+    env.add_real_step_listener(lambda task, step: buffer.add(task, step, source="real"))
+    env.switch("real")
+    env.reset(seed=0)
+    env.step("search[red shoes]")
+    assert buffer.counts()["real"] == 1
+    buffer.close()

@@ -1,0 +1,83 @@
+"""``dreamgym experiment sim2real``: the command-line face of :mod:`dreamgym_env.rl.sim2real`.
+
+Kept free of heavy imports (torch, SB3 load when the command runs), so that the CLI starts fast.
+Wire it with ``experiment_app.command("sim2real")(sim2real_command)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+
+from dreamgym_env.errors import DreamGymError
+
+
+def sim2real_command(
+    domain: Annotated[str, typer.Option(help="Domain pack to run on.")] = "webshop",
+    algo: Annotated[str, typer.Option(help="RL algorithm: 'ppo' (sb3-contrib MaskablePPO).")] = "ppo",
+    real_steps: Annotated[
+        int, typer.Option(help="Real-env steps of the PPO (real env) baseline: N.")
+    ] = 30_000,
+    synthetic_steps: Annotated[
+        int | None, typer.Option(help="Synthetic steps of DreamGym-PPO (default: N).")
+    ] = None,
+    s2r_real_steps: Annotated[
+        int | None,
+        typer.Option(help="Real steps of DreamGym-S2R-PPO after the synthetic ones (default: N/10)."),
+    ] = None,
+    model: Annotated[
+        str,
+        typer.Option(help="Experience model: 'oracle' (with --error-rates), 'endpoint', 'local' or 'auto'."),
+    ] = "oracle",
+    error_rates: Annotated[
+        str, typer.Option(help="Comma-separated error rates of the oracle, e.g. 0,0.05,0.1,0.2,0.4.")
+    ] = "0",
+    reward: Annotated[
+        str,
+        typer.Option(help="'score' (WebShop's purchase score) or 'outcome' (1 when the task is completed)."),
+    ] = "score",
+    eval_tasks: Annotated[int, typer.Option(help="Test-split tasks every agent is evaluated on.")] = 500,
+    workers: Annotated[int, typer.Option(help="Training runs in parallel (one per core).")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
+    out_dir: Annotated[
+        Path, typer.Option(help="Where the table, results.json, the plot and models go.")
+    ] = Path("runs/sim2real"),
+) -> None:
+    """Sim-to-real: PPO on the real env vs DreamGym-PPO (synthetic only) vs DreamGym-S2R-PPO."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dreamgym_env.rl.sim2real import RewardKind, Sim2RealConfig, parse_error_rates, run_sim2real
+
+    console = Console()
+    try:
+        config = Sim2RealConfig(
+            domain=domain,
+            algo=algo,
+            real_steps=real_steps,
+            synthetic_steps=synthetic_steps,
+            s2r_real_steps=s2r_real_steps,
+            model=model,
+            error_rates=parse_error_rates(error_rates),
+            reward=cast("RewardKind", reward),  # checked by Sim2RealConfig
+            eval_tasks=eval_tasks,
+            workers=workers,
+            seed=seed,
+            out_dir=out_dir,
+        )
+        report = run_sim2real(config, log=lambda line: console.print(line, markup=False, highlight=False))
+    except DreamGymError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(code=2) from exc
+    table = Table(title=f"Sim-to-real on {domain} ({report.seconds / 60:.1f} min)")
+    for column in ("Method", "Experience model", "Real steps", "Synthetic steps", "Success (%)"):
+        table.add_column(column, justify="right" if "steps" in column or "%" in column else "left")
+    for run in report.runs:
+        label = run.model if run.error_rate is None else f"{run.model} (error {run.error_rate:g})"
+        table.add_row(
+            run.method, label, f"{run.real_steps:,}", f"{run.synthetic_steps:,}", f"{100 * run.success:.1f}"
+        )
+    console.print(table)
+    console.print(f"table: {report.table_path}\nresults: {report.json_path}\nplot: {report.plot_path}")

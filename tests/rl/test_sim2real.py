@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.rl.sim2real import (
+    Sim2RealConfig,
+    make_experience_model,
+    parse_error_rates,
+    random_baseline,
+    run_sim2real,
+    with_overrides,
+)
+
+
+def tiny(tmp_path, **kwargs) -> Sim2RealConfig:
+    config = Sim2RealConfig(real_steps=128, eval_tasks=3, workers=1, out_dir=tmp_path, **kwargs)
+    return with_overrides(config, n_envs=2, n_steps=32, batch_size=32, n_epochs=1)
+
+
+def test_a_tiny_experiment_writes_the_table_the_results_and_the_plot(tmp_path):
+    report = run_sim2real(tiny(tmp_path, error_rates=(0.0, 0.3)), log=lambda line: None)
+    methods = [(r.method, r.error_rate) for r in report.runs]
+    assert methods == [
+        ("PPO (real env)", None),
+        ("DreamGym-PPO", 0.0),
+        ("DreamGym-PPO", 0.3),
+        ("DreamGym-S2R-PPO", 0.0),
+        ("DreamGym-S2R-PPO", 0.3),
+        ("Random policy", None),
+    ]
+    reference = report.find("PPO (real env)")
+    assert reference.real_steps == 128 and reference.synthetic_steps == 0
+    synthetic = report.find("DreamGym-PPO", 0.0)
+    assert synthetic.real_steps == 0 and synthetic.synthetic_steps >= 128
+    s2r = report.find("DreamGym-S2R-PPO", 0.3)
+    assert 12 <= s2r.real_steps < 12 + 2 and s2r.synthetic_steps >= synthetic.synthetic_steps
+    assert all(r.eval_episodes == 3 and 0.0 <= r.success <= 1.0 for r in report.runs)
+    assert "| PPO (real env) | - | 128 | 0 |" in report.table()
+    assert report.plot_path is not None and report.plot_path.read_bytes()[:4] == b"\x89PNG"
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert len(saved["runs"]) == 6 and saved["config"]["error_rates"] == [0.0, 0.3]
+    assert (tmp_path / "table.md").read_text().startswith("| Method |")
+    assert (tmp_path / "models" / "reference.zip").exists()
+
+
+def test_the_oracle_with_errors_keeps_episodes_going(tmp_path):
+    model = make_experience_model("oracle", error_rate=0.5, seed=3)
+    env = DreamEnv("webshop", model, max_steps=6, split="train")
+    for seed in range(6):
+        observation, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            actions = [a.replace("<query>", info["task"].instruction) for a in info["admissible_actions"]]
+            observation, _, terminated, truncated, info = env.step(actions[-1])
+            assert f"Instruction: {info['task'].instruction}" in observation
+            done = terminated or truncated
+    assert model.oracle.stats["corrupted_task"] + model.oracle.stats["corrupted_action"] > 0
+    model.close()
+
+
+def test_random_baseline_is_near_zero(tmp_path):
+    assert random_baseline(tiny(tmp_path)).success <= 1 / 3
+
+
+def test_config_checks():
+    assert parse_error_rates("0, 0.05,0.1") == (0.0, 0.05, 0.1)
+    with pytest.raises(ConfigurationError):
+        parse_error_rates("0,x")
+    with pytest.raises(UnknownNameError, match="ppo"):
+        Sim2RealConfig(algo="ppp")
+    with pytest.raises(UnknownNameError):
+        Sim2RealConfig(model="gpt")
+    with pytest.raises(ConfigurationError):
+        Sim2RealConfig(error_rates=(1.5,))
+    with pytest.raises(ConfigurationError, match="oracle"):
+        Sim2RealConfig(model="endpoint", error_rates=(0.1,))
+    assert Sim2RealConfig(real_steps=1000).s2r_budget == 100
+    assert Sim2RealConfig(real_steps=1000).synthetic_budget == 1000
