@@ -186,14 +186,13 @@ def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
         mask = np.fromiter((key in info for info in infos), dtype=bool, count=num_envs)
         values = [info.get(key) for info in infos]
         first = next(value for value, present in zip(values, mask, strict=True) if present)
+        kind = type(first)
         if isinstance(first, dict):
             batched[key] = batch_infos([v if isinstance(v, dict) else {} for v in values])
-        elif type(first) in (bool, int, float) and all(
-            type(v) is type(first) for v, m in zip(values, mask, strict=True) if m
+        elif kind in (bool, int, float) and all(
+            type(v) is kind for v, m in zip(values, mask, strict=True) if m
         ):
-            batched[key] = np.array(
-                [v if m else type(first)() for v, m in zip(values, mask, strict=True)], dtype=type(first)
-            )
+            batched[key] = np.array([v if m else 0 for v, m in zip(values, mask, strict=True)], dtype=kind)
         else:
             array = np.empty(num_envs, dtype=object)
             for j, value in enumerate(values):  # item by item: a slice would probe each for __array__

@@ -66,16 +66,19 @@ def compact_text(text: str, limit: int, *, drop: str = "", keep: Sequence[str] =
 def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_chars: int) -> Demonstration:
     """A demonstration whose states are compacted for the prompt (see :func:`compact_text`).
 
-    The instruction line is dropped (the demonstration belongs to another task), and in the
-    state the lines naming the action's bracketed argument are kept first.
+    The instruction line is dropped (the demonstration belongs to another task); in the state
+    the lines naming the action's bracketed argument are kept first, in the next state the lines
+    the action changed (those not in the state, e.g. a new selection).
     """
     instruction = demo.task_instruction.strip() if len(demo.task_instruction.strip()) >= 8 else ""
     keep = _BRACKETED.findall(demo.action)
     keep_labels = [f"[{label}]" for label in keep]
+    before = set(demo.state.splitlines())
+    changed = [line for line in demo.next_state.splitlines() if line.strip() and line not in before]
     return demo.model_copy(
         update={
             "state": compact_text(demo.state, state_chars, drop=instruction, keep=keep_labels),
-            "next_state": compact_text(demo.next_state, next_state_chars, drop=instruction),
+            "next_state": compact_text(demo.next_state, next_state_chars, drop=instruction, keep=changed),
         }
     )
 

@@ -72,3 +72,25 @@ def test_vector_latency_overlaps():
     envs.reset(seed=0)
     envs.step(["search[x]"] * 16)
     assert model.peak_in_flight == 16
+
+
+def test_batch_infos_matches_gymnasium_layout(scripted_model):
+    from dreamgym_env.envs.vector import batch_infos
+
+    infos = [
+        {"won": True, "score": 0.5, "steps": 3, "task_id": "a", "usage": {"tokens": 4}},
+        {"won": False, "task_id": "b"},
+        {"score": 1.0, "usage": {"tokens": 7}, "error": "bad"},
+    ]
+    envs = DreamVectorEnv(3, "webshop", scripted_model)
+    expected: dict = {}
+    for i, info in enumerate(infos):
+        expected = envs._add_info(expected, info, i)
+    got = batch_infos(infos)
+    assert got.keys() == expected.keys()
+    for key, value in expected.items():
+        if isinstance(value, dict):
+            for inner, array in value.items():
+                assert list(got[key][inner]) == list(array) and got[key][inner].dtype == array.dtype
+        else:
+            assert list(got[key]) == list(value) and got[key].dtype == value.dtype, key
