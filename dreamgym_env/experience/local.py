@@ -145,8 +145,8 @@ class XllamacppRuntime:
             self._server: Any = xllamacpp.Server(params)
         except Exception as exc:  # llama.cpp reports a bad file as a generic error
             raise DataError(
-                f"could not load the model {path}: {exc}. If it is a preset, delete the file to have it "
-                f"assembled again; otherwise check that it is a chat model in GGUF format"
+                f"could not load the model {path}: {str(exc).rstrip('.')}. If it is a preset, delete the "
+                "file to have it assembled again; otherwise check that it is a chat model in GGUF format"
             ) from exc
 
     def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> ChatResult:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from dreamgym_env.errors import ConfigurationError
@@ -24,38 +24,43 @@ if TYPE_CHECKING:
 DEFAULT_K = 4
 DEMO_STATE_CHARS = 160
 """A demonstration's state is compacted to about this many characters (about 45 tokens)."""
-DEMO_NEXT_STATE_CHARS = 240
-"""A demonstration's next state is compacted to about this many characters (about 70 tokens)."""
+DEMO_NEXT_STATE_CHARS = 160
+"""A demonstration's next state is compacted to about this many characters (about 45 tokens); a
+next state on the same page shows only the lines the action changed."""
 
 _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 
 
-def compact_text(text: str, limit: int, *, drop: str = "", keep: Sequence[str] = ()) -> str:
+def compact_text(
+    text: str, limit: int, *, drop: str = "", keep: Sequence[str] = (), skip: Collection[str] = ()
+) -> str:
     """Shorten ``text`` to about ``limit`` characters, whole lines at a time.
 
     Lines containing ``drop`` (e.g. the demonstration's own task instruction, repeated on every
     page) are removed. The first line (a page header in every domain) is always kept, then the
     lines containing any of ``keep`` (e.g. the label the action clicks), then the other lines in
-    order while they fit; omitted lines are counted in a closing ``[... N more lines]``.
+    order while they fit; lines equal to one of ``skip`` (e.g. those a next state shares with its
+    state) are left out. Omitted lines are counted in a closing ``[... N more lines]``.
     """
     lines = [line for line in text.splitlines() if not (drop and drop in line)]
     if not lines:
         return ""
-    if sum(len(line) + 1 for line in lines) <= limit + 1:
+    candidates = [i for i in range(1, len(lines)) if lines[i] not in skip]
+    if len(candidates) == len(lines) - 1 and sum(len(line) + 1 for line in lines) <= limit + 1:
         return "\n".join(lines)
     chosen = {0}
     budget = limit - len(lines[0])
-    wanted = [i for i, line in enumerate(lines[1:], 1) if any(k and k in line for k in keep)]
-    rest = [i for i in range(1, len(lines)) if i not in wanted]
+    wanted = [i for i in candidates if any(k and k in lines[i] for k in keep)]
+    rest = [i for i in candidates if i not in wanted]
     for i in wanted + rest:
         if len(lines[i]) + 1 > budget and i in wanted and budget > 30:  # a wanted line is cut, not lost
             lines[i] = lines[i][: budget - 7] + " [...]"
         if len(lines[i]) + 1 <= budget:
             chosen.add(i)
             budget -= len(lines[i]) + 1
-    if len(chosen) == 1 and len(lines) > 1 and budget > 20:  # a single long line: cut it
-        chosen.add(1)
-        lines[1] = lines[1][: budget - 6] + " [...]"
+    if len(chosen) == 1 and candidates and budget > 20:  # a single long line: cut it
+        chosen.add(candidates[0])
+        lines[candidates[0]] = lines[candidates[0]][: budget - 6] + " [...]"
     omitted = len(lines) - len(chosen)
     kept = [lines[i] for i in sorted(chosen)]
     if len(kept[0]) > limit:
@@ -66,19 +71,30 @@ def compact_text(text: str, limit: int, *, drop: str = "", keep: Sequence[str] =
 def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_chars: int) -> Demonstration:
     """A demonstration whose states are compacted for the prompt (see :func:`compact_text`).
 
-    The instruction line is dropped (the demonstration belongs to another task); in the state
-    the lines naming the action's bracketed argument are kept first, in the next state the lines
-    the action changed (those not in the state, e.g. a new selection).
+    The instruction line is dropped (the demonstration belongs to another task). In the state
+    the lines naming the action's bracketed argument are kept first. The next state shows the
+    lines the action changed (e.g. a new page, a new selection, an error line): the lines it
+    shares with the state are counted as omitted, and when its first line is the state's too
+    (the same page) only the changed lines are shown, then ``[... N lines as in the state]``.
     """
     instruction = demo.task_instruction.strip() if len(demo.task_instruction.strip()) >= 8 else ""
     keep = _BRACKETED.findall(demo.action)
     keep_labels = [f"[{label}]" for label in keep]
     before = set(demo.state.splitlines())
-    changed = [line for line in demo.next_state.splitlines() if line.strip() and line not in before]
+    after = [line for line in demo.next_state.splitlines() if not (instruction and instruction in line)]
+    if after and after[0] in before:
+        changed = [line for line in after if line not in before]
+        same = len(after) - len(changed)
+        shown = compact_text("\n".join(changed), next_state_chars) if changed else ""
+        next_state = "\n".join(
+            [*([shown] if shown else []), f"[... {same} line{'s' if same > 1 else ''} as in the state]"]
+        )
+    else:
+        next_state = compact_text(demo.next_state, next_state_chars, drop=instruction, skip=before)
     return demo.model_copy(
         update={
             "state": compact_text(demo.state, state_chars, drop=instruction, keep=keep_labels),
-            "next_state": compact_text(demo.next_state, next_state_chars, drop=instruction, keep=changed),
+            "next_state": next_state,
         }
     )
 

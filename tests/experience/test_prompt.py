@@ -15,6 +15,7 @@ from dreamgym_env.experience.prompt import (
     system_prompt,
     user_prompt,
 )
+from dreamgym_env.replay.grounding import compact_demonstration
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task
 
 INJECTIONS = [
@@ -28,7 +29,7 @@ HEADINGS = {
     "# Current state",
     "# Agent action",
     "# Interaction history (oldest first)",
-    "# Real transitions of this environment (for reference)",
+    "# Real transitions of this environment",
 }
 
 
@@ -64,7 +65,7 @@ def test_action_stays_json_encoded_inside_its_block(webshop_task, action):
     assert "ignore previous instructions" not in user.replace(block, "")  # only inside the block
 
 
-def test_user_prompt_holds_task_state_history_and_demonstrations(webshop_task):
+def test_user_prompt_holds_state_history_and_demonstrations(webshop_task):
     long_state = "S" * (HISTORY_STATE_CHARS + 50)
     request = make_request(
         webshop_task,
@@ -77,19 +78,60 @@ def test_user_prompt_holds_task_state_history_and_demonstrations(webshop_task):
         ],
     )
     user = user_prompt(request)
-    assert user.startswith(f"# Task\n{webshop_task.instruction}")
     assert f"# Current state\n{webshop_task.initial_state}" in user
-    assert '1. action "search[shirt]" -> ' + clip(long_state, HISTORY_STATE_CHARS) in user
+    assert user.count(webshop_task.instruction) == 1  # on the state's Instruction line, not repeated
+    assert '1. "search[shirt]" -> ' + clip(long_state, HISTORY_STATE_CHARS) in user
     assert long_state not in user  # history states are cut
     assert clip("D" * (DEMO_STATE_CHARS + 10), DEMO_STATE_CHARS) in user
     assert 'Action: "click[\\"x\\"]"' in user and "Reward: 1, done: true" in user
     sections = re.findall(r"^# .*$", user, flags=re.MULTILINE)
     assert sections == [
-        "# Task",
-        "# Real transitions of this environment (for reference)",
+        "# Real transitions of this environment",
         "# Interaction history (oldest first)",
         "# Current state",
         "# Agent action",
+    ]
+
+
+def test_task_section_only_when_the_state_does_not_show_the_instruction(webshop_task):
+    request = ExperienceRequest(task=webshop_task, state="a page without it", action="search[x]")
+    user = user_prompt(request)
+    assert user.startswith(f"# Task\n{webshop_task.instruction}\n\n")
+    assert "# Task" not in user_prompt(make_request(webshop_task, "search[x]"))
+
+
+def test_history_states_drop_the_instruction_and_name_the_current_state(webshop_task):
+    results = f"WebShop | results | page 1\nInstruction: {webshop_task.instruction}\n[Back to Search]"
+    request = ExperienceRequest(
+        task=webshop_task,
+        state=results,
+        action="click[Back to Search]",
+        history=[
+            Step(state=webshop_task.initial_state, action="search[a]", next_state=results + " 0"),
+            Step(state=results + " 0", action="search[b]", next_state=results),
+        ],
+    )
+    user = user_prompt(request)
+    assert '1. "search[a]" -> WebShop | results | page 1\n[Back to Search] 0\n' in user
+    assert '2. "search[b]" -> (the current state)\n' in user
+    assert user.count(webshop_task.instruction) == 1
+
+
+def test_repeated_demonstration_states_are_named_not_repeated(webshop_task):
+    page, after = "WebShop | item X\n[Buy Now]", "WebShop | done\nPurchased X."
+    demos = [
+        Demonstration(state=page, action="click[Buy Now]", next_state=after, reward=1, done=True),
+        Demonstration(state=page, action="click[buy now]", next_state=after, reward=1, done=True),
+        Demonstration(state=after, action="click[x]", next_state=page),
+    ]
+    user = user_prompt(make_request(webshop_task, "click[Buy Now]", demonstrations=demos))
+    assert user.count(page) == 1 and user.count(after) == 1
+    assert "## Example 2\nState: as the state of example 1\n" in user
+    assert "Next state: as the next state of example 1\n" in user
+    assert "## Example 3\nState: as the next state of example 1\n" in user
+    assert "Next state: as the state of example 1\n" in user
+    assert [json.loads(a) for a in re.findall(r"^Action: (.*)$", user, flags=re.MULTILINE)] == [
+        d.action for d in demos
     ]
 
 
@@ -108,3 +150,34 @@ def test_schema_asks_reasoning_first_and_every_field():
     assert list(TRANSITION_SCHEMA["properties"]) == ["reasoning", "next_state", "reward", "done"]
     assert set(TRANSITION_SCHEMA["required"]) == set(TRANSITION_SCHEMA["properties"])
     assert TRANSITION_SCHEMA["additionalProperties"] is False
+
+
+def test_compacted_demonstration_shows_what_the_action_changed(webshop_task):
+    """ReplayGrounding's compaction: a same-page next state shows only its changed lines."""
+    other = "i want a red shirt in large, price lower than 30.00 dollars"
+    item = [
+        'WebShop | item B0SHIRT001 | query "red shirt" | page 1',
+        f"Instruction: {other}",
+        "[Back to Search] [< Prev]",
+        "Red Shirt - Cotton, Slim Fit",
+        "Price: $19.99 | Rating: 4.2 stars",
+        "size: [small] [medium] [large]",
+        "Selected: none",
+        "[Description] [Features] [Reviews] [Buy Now]",
+    ]
+    chosen = [*item[:6], "Selected: size=large", item[7]]
+    demo = Demonstration(
+        state="\n".join(item),
+        action="click[large]",
+        next_state="\n".join(chosen),
+        task_instruction=other,
+    )
+    small = compact_demonstration(demo, state_chars=160, next_state_chars=160)
+    assert small.next_state == "Selected: size=large\n[... 6 lines as in the state]"
+    assert "[large]" in small.state and other not in small.state
+    user = user_prompt(make_request(webshop_task, "click[large]", demonstrations=[small]))
+    assert "Next state: Selected: size=large\n[... 6 lines as in the state]\nReward: 0, done: false" in user
+    new_page = demo.model_copy(update={"next_state": chosen[0].replace("item", "reviews") + "\n" + chosen[1]})
+    assert compact_demonstration(new_page, state_chars=160, next_state_chars=160).next_state == (
+        'WebShop | reviews B0SHIRT001 | query "red shirt" | page 1'
+    )

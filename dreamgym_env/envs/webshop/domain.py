@@ -17,29 +17,17 @@ if TYPE_CHECKING:
     from dreamgym_env.envs.webshop.task_variations import WebShopTaskVariations
 
 PROMPT = DomainPrompt(
-    rules="""An online shop (WebShop). The agent is given a shopping instruction and must find \
-and buy the product that matches it. Actions:
-- search[query]: only on the search page (it shows [Search]); opens page 1 of the results for \
-the query. The shop keeps the query in lower case, with brackets, double quotes and bars \
-replaced by spaces. Results are ranked by keyword relevance (BM25) over titles, product types, \
-categories and option values; at most 50 results, 10 per page; a query that shares no word \
-with any product has 0 results.
-- click[label]: clicks a label shown in brackets on the current page (case-insensitive):
-  - on a results page: an item id such as [B0ABC12345] opens that item; [Next >] and [< Prev] \
-change the results page; [Back to Search] returns to the search page;
-  - on an item page: an option value such as [large] or [navy blue] selects that option (one \
-value per option group, a new click replaces the group's value; the selection is shown on the \
-"Selected:" line); [Description], [Features] and [Reviews] open sub-pages; [< Prev] returns to \
-the results page the item was opened from; [Back to Search] returns to the search page (the \
-selection is lost); [Buy Now] buys the item with the selected options and ends the episode;
-  - on a sub-page: [< Prev] returns to the item page with its selection; [Back to Search] \
-returns to the search page.
-A label that is not on the current page, clicking [Search], or a search where there is no \
-[Search] box, is invalid and leaves the page unchanged.""",
-    state_format="""Each state is a page of plain text lines. The first line names the page, the \
-second repeats the instruction. Clickable labels are in square brackets. Prices have two \
-decimals, ratings one. Below, <...> stands for text and lines starting with "..." explain the \
-line above them.
+    rules="""WebShop: find and buy the product that matches a shopping instruction.
+- search[query]: only on the search page; opens results page 1. The query is lower-cased; \
+brackets, double quotes and bars become spaces. BM25 ranking over titles, types, categories and \
+options; at most 50 results, 10 a page; 0 if no query word is in any product.
+- click[label]: a bracketed label of the page (any case). Results: an item id opens it; \
+[Next >], [< Prev] turn pages. Item: an option value selects it (one per group); [Description], \
+[Features], [Reviews] open sub-pages; [< Prev] back to the results; [Buy Now] buys with the \
+selection, ending the episode. Sub-page: [< Prev] back to the item. [Back to Search]: the search \
+page, selection lost.
+Invalid, page unchanged: a label not on the page, click[Search], search without [Search].""",
+    state_format="""Pages (<...>: text; "...": a note on the line above):
 Search page:
 WebShop | search
 Instruction: <instruction>
@@ -48,10 +36,9 @@ Results page:
 WebShop | results | query "<query>" | page <p> of <n> | <total> results
 Instruction: <instruction>
 [Back to Search] [< Prev] [Next >]
-... [< Prev] only after page 1, [Next >] only before the last page.
+... [< Prev] if p > 1, [Next >] if p < n.
 [<item id>] <title> | $<price>
-... one line per item, 10 items per page. With 0 results the header says "page 1 of 1 | 0 \
-results" and the single line "No products match the query." replaces the items.
+... 10 a page, or "No products match the query." (0 results, page 1 of 1).
 Item page:
 WebShop | item <item id> | query "<query>" | page <p>
 Instruction: <instruction>
@@ -59,32 +46,28 @@ Instruction: <instruction>
 <title>
 Price: $<price> | Rating: <rating> stars
 <option group>: [<value>] [<value>] ...
-... one line per option group, e.g. "size: [small] [medium] [large]".
 Selected: <group>=<value>, ...
-... the selected options in the order of the groups; "Selected: none" before any is chosen.
+... in group order, or "Selected: none".
 [Description] [Features] [Reviews] [Buy Now]
 Sub-page (description, features or reviews):
 WebShop | <description|features|reviews> <item id> | query "<query>" | page <p>
 Instruction: <instruction>
 [Back to Search] [< Prev]
 Selected: <group>=<value>, ...
-... the item page's selection, as there.
 <sub-page text>
-... description: one paragraph; features: "- brand: <brand>", "- category: <category>", then \
-one "- <attribute>" line per feature; reviews: one "<name> (<n> stars): <review>" line per review.
+... a paragraph; or "- brand: <brand>", "- category: <category>", "- <feature>" lines; or \
+"<name> (<n> stars): <review>" lines.
 After Buy Now:
 WebShop | done
 Instruction: <instruction>
 Purchased <item id> with <group>=<value>, ... for $<price>.
-... "with no options" when none was selected.
-The query and page on item and sub-pages are those of the results page the item was opened \
-from. After an invalid action the page is repeated with a last line \
-"Invalid action: <reason>".""",
-    reward_rubric="""Only [Buy Now] can complete the task. It is completed (reward 1) when the \
-bought item is of the requested product type, has every requested attribute (in its features \
-or title), the selected options include every requested option, and its price is within the \
-requested bound; wording may differ slightly (case, hyphens, plurals, "gray"/"grey"), numbers \
-may not. Any other purchase ends the episode with reward 0; every other action has reward 0.""",
+... or "with no options".
+The query and page of item and sub-pages are the results page's. After an invalid action the \
+page is repeated with a last line "Invalid action: <reason>".""",
+    reward_rubric="""Only [Buy Now] can complete the task: reward 1 if the item is of the requested type, \
+has every requested attribute (in features or title), the selection includes every requested \
+option and the price is within the bound. Wording may differ slightly (case, hyphens, plurals, \
+"gray"/"grey"), numbers may not.""",
 )
 
 
