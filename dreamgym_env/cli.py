@@ -15,12 +15,16 @@ from dreamgym_env.agents import make_policy
 from dreamgym_env.curriculum.cli import tasks_app
 from dreamgym_env.envs.registration import REFERENCE_IDS, SYNTHETIC_IDS
 from dreamgym_env.replay.cli import buffer_app
+from dreamgym_env.rl.sim2real_cli import sim2real_command
 
 app = typer.Typer(
     help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
 )
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(buffer_app, name="buffer")
+experiment_app = typer.Typer(help="Experiments that train agents and report results.", no_args_is_help=True)
+experiment_app.command("sim2real")(sim2real_command)
+app.add_typer(experiment_app, name="experiment")
 console = Console()
 
 
@@ -36,7 +40,9 @@ def list_envs() -> None:
 def episode(
     domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
-    reference: Annotated[bool, typer.Option(help="Run the reference env instead of the synthetic one.")] = False,
+    reference: Annotated[
+        bool, typer.Option(help="Run the reference env instead of the synthetic one.")
+    ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the task draw and the policy.")] = 0,
 ) -> None:
     """Run one episode and print each step: action, reasoning, next state, reward."""

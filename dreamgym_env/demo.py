@@ -297,6 +297,15 @@ def _load(model: ExperienceModel, console: Console) -> float:
     return time.perf_counter() - started
 
 
+def _stop_reason(info: dict[str, Any], action: str, episode: list[DemoStep]) -> str | None:
+    """Why the episode cannot usefully go on from the synthetic page, or ``None``."""
+    if info.get("admissible_actions") == []:
+        return "the synthetic page offers no action (no clickable label)"
+    if episode and not info.get("action_valid", True) and action == episode[-1].action:
+        return "the scripted policy repeats an action that is invalid on this page"
+    return None
+
+
 def _act(policy: Policy, observation: str, info: dict[str, Any]) -> tuple[str, bool]:
     """The policy's action; when it fails on a page it cannot read, the first admissible action."""
     try:
@@ -334,15 +343,11 @@ def _play(
             episode: list[DemoStep] = []
             reference_done = False
             for step in range(1, max_steps + 1):
-                if info.get("admissible_actions") == []:
-                    bar.console.print(
-                        Text(
-                            "the synthetic page offers no action (no clickable label): episode stopped",
-                            style="dim",
-                        )
-                    )
-                    break
                 action, fallback = _act(policy, observation, info)
+                stop = _stop_reason(info, action, episode)
+                if stop is not None:
+                    bar.console.print(Text(f"{stop}: episode stopped", style="dim"))
+                    break
                 same_page = (env.state == ref_state and not reference_done) or _restore(
                     reference, task, env.state
                 )

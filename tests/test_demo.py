@@ -141,3 +141,12 @@ def test_episode_stops_when_the_model_writes_a_page_without_actions():
     summary, text, model = demo(blank, episodes=1, max_steps=5, replay=False)
     assert summary.steps == 1 and model.calls == 1
     assert "offers no action" in text
+
+
+def test_episode_stops_when_the_policy_repeats_an_invalid_action():
+    def no_prev(request: ExperienceRequest) -> Transition:
+        return Transition(reasoning="an odd page", next_state="WebShop | odd page\n[Something]")
+
+    summary, text, model = demo(no_prev, episodes=1, max_steps=5, replay=False)
+    assert len(summary.records) == 2 and not summary.records[1].model_call  # the invalid one, once
+    assert model.calls == 1 and "repeats an action that is invalid" in text

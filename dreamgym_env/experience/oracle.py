@@ -164,20 +164,67 @@ class OracleExperienceModel(ExperienceModel):
         other_task = self._other_task(request.task, digest)
         if other_task is None:
             return true.model_copy(update={"reward": 1.0 - min(1.0, max(0.0, true.reward))})
-        state = request.state.replace(request.task.instruction, other_task.instruction)
+        answer = self._in_other_task(request, other_task)
+        if answer is None or _same(answer, true):  # the action does the same in both tasks
+            answer = self._other_task_search(request, other_task)
+        if answer is None or _same(answer, true):
+            other = self._other_action(request, digest)
+            answer = self._step(request.task, request, other) if other is not None else None
+        if answer is None or _same(answer, true):
+            return true.model_copy(update={"reward": 1.0 - min(1.0, max(0.0, true.reward))})
+        return answer
+
+    def _in_other_task(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
+        """The step in ``other_task`` (the instruction rewritten in the state), on the request's task.
+
+        The answer keeps the other task's page (a query rewritten with the instruction stays, as
+        any query is a valid search) but shows the request task's ``Instruction:`` line, so the
+        next request can be answered from it; ``None`` where the page cannot be continued from.
+        """
+        mine, theirs = request.task.instruction, other_task.instruction
         moved = request.model_copy(
             update={
                 "task": other_task,
-                "state": state,
+                "state": request.state.replace(mine, theirs),
                 "history": [
-                    step.model_copy(
-                        update={"state": step.state.replace(request.task.instruction, other_task.instruction)}
-                    )
+                    step.model_copy(update={"state": step.state.replace(mine, theirs)})
                     for step in request.history
                 ],
             }
         )
-        return self._step(other_task, moved, request.action, state)
+        try:
+            answer = self._step(other_task, moved, request.action, moved.state)
+        except ExperienceModelError:
+            return None
+        answer = answer.model_copy(
+            update={"next_state": answer.next_state.replace(f"Instruction: {theirs}", f"Instruction: {mine}")}
+        )
+        return answer if self._continuable(request.task, answer) else None
+
+    def _other_task_search(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
+        """The page a search for ``other_task``'s instruction shows (the model drifted to that task)."""
+        start = request.task.initial_state
+        if not self.restorable or not start:
+            return None
+        template = next((a for a in self.domain.admissible_actions(start) or [] if "<" in a), None)
+        if template is None:
+            return None
+        action = template.split("[")[0] + f"[{other_task.instruction}]"
+        try:
+            answer = self._step(request.task, request.model_copy(update={"history": []}), action, start)
+        except ExperienceModelError:
+            return None
+        return answer if self._continuable(request.task, answer) else None
+
+    def _continuable(self, task: Task, answer: Transition) -> bool:
+        """Whether the reference env can be restored from ``answer`` for ``task`` (or need not be)."""
+        if answer.terminated or not self.restorable:
+            return True
+        try:
+            self.env.unwrapped.restore(task, answer.next_state)  # type: ignore[attr-defined]
+        except ConfigurationError:
+            return False
+        return True
 
     def _other_action(self, request: ExperienceRequest, digest: bytes) -> str | None:
         actions = list(self.domain.admissible_actions(request.state) or [])
@@ -194,3 +241,7 @@ class OracleExperienceModel(ExperienceModel):
         if not tasks:
             return None
         return tasks[int.from_bytes(digest[12:16], "big") % len(tasks)]
+
+
+def _same(a: Transition, b: Transition) -> bool:
+    return (a.next_state, a.reward, a.terminated) == (b.next_state, b.reward, b.terminated)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -25,16 +24,15 @@ import gymnasium as gym
 import numpy as np
 
 from dreamgym_env.envs.domains import get_domain
-from dreamgym_env.errors import ConfigurationError, ExperienceModelError, UnknownNameError
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.types import ExperienceRequest, Task, Transition
+from dreamgym_env.types import Task
 
 ALGOS = ("ppo",)
 MODEL_KINDS = ("oracle", "endpoint", "local", "auto")
 RewardKind = Literal["score", "outcome"]
 DEFAULT_REAL_STEPS = 30_000
 DEFAULT_EVAL_TASKS = 500
-_INSTRUCTION_LINE = re.compile(r"^Instruction: .*$", re.MULTILINE)
 CURVE_WINDOW = 200
 """Episodes in the rolling success rate of the learning curves."""
 
@@ -119,6 +117,8 @@ class RunResult:
     seconds: float = 0.0
     curve_steps: list[int] = field(default_factory=list)
     curve_success: list[float] = field(default_factory=list)
+    model_stats: dict[str, int] = field(default_factory=dict)
+    """The experience model's counters (the oracle: answers, cache hits, corruptions by kind)."""
 
 
 @dataclass
@@ -161,48 +161,6 @@ def _reference_env(config: Sim2RealConfig, split: str) -> gym.Env:
     return domain.make_reference_env(**kwargs)
 
 
-class _ConsistentOracle(ExperienceModel):
-    """The oracle with pages kept on the task's own instruction (a work-around, see below).
-
-    The oracle's ``"task"`` corruption steps the page in another task and answers that task's
-    page, whose ``Instruction:`` line (and, when the agent searched the instruction, its query)
-    names the other task; the reference env cannot be restored from such a page, so the oracle
-    raises. WebShop pages depend on the task only through that line and the purchase's reward,
-    so this wrapper keeps the task's own instruction line on every page, and where the oracle
-    still fails on a corrupted request it answers what that corruption means: the true page,
-    with reward 0 when the step ends the episode (another task's goal is not this purchase's).
-    ``fallbacks`` counts those answers.
-    """
-
-    def __init__(self, oracle: Any) -> None:
-        super().__init__()
-        self.oracle = oracle
-        self.model_id = oracle.model_id
-        self.fallbacks = 0
-
-    @staticmethod
-    def _own(text: str, task: Task) -> str:
-        return _INSTRUCTION_LINE.sub(lambda _: f"Instruction: {task.instruction}", text, count=1)
-
-    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
-        answers = []
-        for request in requests:
-            fixed = request.model_copy(update={"state": self._own(request.state, request.task)})
-            try:
-                answer = self.oracle.answer(fixed)
-            except ExperienceModelError:
-                answer = self.oracle.true_transition(fixed)
-                answer = answer.model_copy(update={"reward": 0.0}) if answer.terminated else answer
-                self.fallbacks += 1
-            answers.append(
-                answer.model_copy(update={"next_state": self._own(answer.next_state, request.task)})
-            )
-        return answers
-
-    async def aclose(self) -> None:
-        await self.oracle.aclose()
-
-
 def make_experience_model(
     kind: str = "oracle",
     domain: str = "webshop",
@@ -219,9 +177,7 @@ def make_experience_model(
         from dreamgym_env.experience.oracle import OracleExperienceModel
 
         env_kwargs = {"reward": "score"} if reward == "score" else {}
-        return _ConsistentOracle(
-            OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs=env_kwargs)
-        )
+        return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs=env_kwargs)
     if kind not in MODEL_KINDS:
         raise UnknownNameError("experience model kind", kind, MODEL_KINDS)
     from dreamgym_env.experience.selection import default_experience_model
@@ -385,7 +341,14 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
         xs2,
         ys2,
     )
+    synthetic.model_stats = s2r.model_stats = _model_stats(experience_model)
     return [synthetic, s2r]
+
+
+def _model_stats(model: ExperienceModel) -> dict[str, int]:
+    from dreamgym_env.experience.oracle import OracleExperienceModel
+
+    return dict(model.stats) if isinstance(model, OracleExperienceModel) else {}
 
 
 def random_baseline(config: Sim2RealConfig) -> RunResult:

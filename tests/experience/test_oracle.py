@@ -101,6 +101,31 @@ def test_error_rate_corrupts_about_that_share(trajectories):
         model.close()
 
 
+def test_a_corrupted_answer_is_a_page_the_next_request_can_start_from(trajectories):
+    pairs = list(requests_of(trajectories))
+    model = OracleExperienceModel(error_rate=1.0, seed=5)
+    try:
+        followed = 0
+        for request, step in pairs:
+            answer = model.predict_one(request.model_copy(update={"history": []}))
+            assert (answer.next_state, answer.reward, answer.terminated) != (
+                step.next_state,
+                step.reward,
+                step.done,
+            )
+            if answer.terminated:
+                continue
+            assert f"Instruction: {request.task.instruction}" in answer.next_state
+            actions = [a for a in model.domain.admissible_actions(answer.next_state) or [] if "<" not in a]
+            for action in actions[:2] or ["search[red shoes]"]:
+                follow = ExperienceRequest(task=request.task, state=answer.next_state, action=action)
+                assert model.predict_one(follow).next_state  # answered, no ExperienceModelError
+                followed += 1
+        assert followed > len(pairs) and model.stats["corrupted_task"] > 50
+    finally:
+        model.close()
+
+
 def test_replay_strategy_needs_whole_episodes(trajectories):
     env = WebShopRefEnv(split="test")
 

@@ -39,6 +39,8 @@ def test_a_tiny_experiment_writes_the_table_the_results_and_the_plot(tmp_path):
     s2r = report.find("DreamGym-S2R-PPO", 0.3)
     assert 12 <= s2r.real_steps < 12 + 2 and s2r.synthetic_steps >= synthetic.synthetic_steps
     assert all(r.eval_episodes == 3 and 0.0 <= r.success <= 1.0 for r in report.runs)
+    stats = report.find("DreamGym-PPO", 0.3).model_stats
+    assert stats["answers"] > 0 and "fallbacks" not in stats and not reference.model_stats
     assert "| PPO (real env) | - | 128 | 0 |" in report.table()
     assert report.plot_path is not None and report.plot_path.read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((tmp_path / "results.json").read_text())
@@ -58,7 +60,7 @@ def test_the_oracle_with_errors_keeps_episodes_going(tmp_path):
             observation, _, terminated, truncated, info = env.step(actions[-1])
             assert f"Instruction: {info['task'].instruction}" in observation
             done = terminated or truncated
-    assert model.oracle.stats["corrupted_task"] + model.oracle.stats["corrupted_action"] > 0
+    assert model.stats["corrupted_task"] + model.stats["corrupted_action"] > 0
     model.close()
 
 
@@ -80,3 +82,20 @@ def test_config_checks():
         Sim2RealConfig(model="endpoint", error_rates=(0.1,))
     assert Sim2RealConfig(real_steps=1000).s2r_budget == 100
     assert Sim2RealConfig(real_steps=1000).synthetic_budget == 1000
+
+
+def test_the_cli_command_runs_and_reports_bad_arguments(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from dreamgym_env.rl.sim2real_cli import sim2real_command
+
+    app = typer.Typer()
+    app.command()(sim2real_command)
+    runner = CliRunner()
+    bad = runner.invoke(app, ["--algo", "dqn", "--out-dir", str(tmp_path)])
+    assert bad.exit_code == 2 and "unknown algorithm 'dqn'" in bad.output
+    args = ["--real-steps", "64", "--eval-tasks", "2", "--workers", "1", "--out-dir", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "DreamGym-S2R-PPO" in result.output and (tmp_path / "learning_curves.png").exists()
