@@ -37,6 +37,34 @@ def list_envs() -> None:
 
 
 @app.command()
+def demo(
+    model: Annotated[
+        str | None,
+        typer.Option(help="Preset (qwen-0.5b, qwen-1.5b), a .gguf file or an endpoint model name."),
+    ] = None,
+    episodes: Annotated[int, typer.Option(min=1, help="Synthetic episodes to play.")] = 2,
+    domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
+    max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode at most.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the tasks.")] = 0,
+    replay: Annotated[
+        bool, typer.Option(help="Ground the model in a replay buffer of expert episodes.")
+    ] = True,
+) -> None:
+    """Synthetic episodes beside the reference env, step by step, then a fidelity summary."""
+    from dreamgym_env.demo import run_demo
+
+    run_demo(
+        model=model,
+        episodes=episodes,
+        domain=domain,
+        max_steps=max_steps,
+        seed=seed,
+        replay=replay,
+        console=console,
+    )
+
+
+@app.command()
 def episode(
     domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",

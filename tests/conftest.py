@@ -9,6 +9,12 @@ from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
 from dreamgym_env.types import ExperienceRequest, Task, Transition
 
 
+@pytest.fixture(autouse=True)
+def isolated_cache_dir(tmp_path_factory, monkeypatch):
+    """Keep the transition cache and model files of default-selected backends out of ~/.cache."""
+    monkeypatch.setenv("DREAMGYM_CACHE_DIR", str(tmp_path_factory.mktemp("dreamgym-cache")))
+
+
 @pytest.fixture
 def webshop_task() -> Task:
     return get_domain("webshop").tasks("train")[0]

@@ -58,6 +58,9 @@ class Domain(ABC):
 
     name: str
     max_episode_steps: int = 15
+    ends_only_on_terminal_actions: bool = False
+    """When True, only :meth:`is_terminal_action` actions end an episode: a model's "done" on any
+    other action is ignored (WebShop ends at ``Buy Now`` and nowhere else)."""
 
     @abstractmethod
     def parse_action(self, text: str) -> ParsedAction | ActionError:

@@ -62,8 +62,9 @@ class DreamEnv(gym.Env[str, str]):
     id, or a free instruction; without one it draws a task of ``split`` with the env's seeded RNG.
 
     ## Episode End
-    Terminated when the model says the episode is done or the action is one the domain
-    declares terminal (WebShop ``click[Buy Now]``). Truncated after ``max_steps`` steps when
+    Terminated when the action is one the domain declares terminal (WebShop ``click[Buy Now]``)
+    or, in domains that let the model decide (``Domain.ends_only_on_terminal_actions`` False),
+    when the model says the episode is done. Truncated after ``max_steps`` steps when
     set (``gym.make`` applies ``max_episode_steps`` through ``TimeLimit`` instead).
 
     ## Info
@@ -215,7 +216,9 @@ class DreamEnv(gym.Env[str, str]):
 
     def finish_step(self, pending: PendingStep, transition: Transition) -> StepResult:
         """Turn the model's transition for ``pending`` into Gymnasium's step tuple."""
-        terminated = transition.terminated or self.domain.is_terminal_action(pending.action)
+        terminal_action = self.domain.is_terminal_action(pending.action)
+        model_ends = transition.terminated and not self.domain.ends_only_on_terminal_actions
+        terminated = terminal_action or model_ends
         reward = min(1.0, max(0.0, transition.reward)) if terminated else 0.0
         step = Step(
             state=self.state,

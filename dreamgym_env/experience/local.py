@@ -33,19 +33,17 @@ from dreamgym_env.errors import (
     ConfigurationError,
     DataError,
     ExperienceModelError,
-    ModelOutputError,
     ModelRequestError,
     ModelServerError,
     ModelTimeoutError,
     ModelTransportError,
     excerpt,
 )
+from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.openai_backend import _reask
-from dreamgym_env.experience.parsing import OutputParseError, parse_transition
 from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, clip, messages
 from dreamgym_env.experience.provision import PartsLocator, installed_parts, model_file
-from dreamgym_env.types import ExperienceRequest, Transition, Usage
+from dreamgym_env.types import ExperienceRequest, Transition
 
 logger = logging.getLogger(__name__)
 
@@ -291,9 +289,15 @@ class LocalExperienceModel(ExperienceModel):
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(get_domain(request.task.domain).prompt, request)
         context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
-        conversation, calls, reasks = base, 0, 0
-        prompt_tokens = completion_tokens = 0
-        started = time.perf_counter()
+        judge = AnswerJudge(
+            base,
+            context,
+            self.backend,
+            self.model_id,
+            self.settings.max_tokens,
+            self.settings.max_output_reasks,
+        )
+        conversation, calls = base, 0
         while True:
             calls += 1
             result = await self._generate(conversation, context=context, attempts=calls)
@@ -302,38 +306,17 @@ class LocalExperienceModel(ExperienceModel):
                     result, backend=self.backend, attempts=calls, context=context, n_ctx=self.settings.n_ctx
                 )
             usage = result.get("usage") or {}
-            prompt_tokens += int(usage.get("prompt_tokens") or 0)
-            completion_tokens += int(usage.get("completion_tokens") or 0)
             choice = (result.get("choices") or [None])[0]
-            output = str(((choice or {}).get("message") or {}).get("content") or "")
-            if choice is None:
-                problem = "the answer has no choices"
-            elif choice.get("finish_reason") == "length":
-                problem = f"it was cut off at max_tokens={self.settings.max_tokens} (truncated)"
-            else:
-                answer_usage = Usage(
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    latency_s=time.perf_counter() - started,
-                    attempts=calls,
-                    model=self.model_id,
-                )
-                try:
-                    return parse_transition(output, answer_usage)
-                except OutputParseError as exc:
-                    problem = str(exc)
-            reasks += 1
-            if reasks > self.settings.max_output_reasks:
-                raise ModelOutputError(
-                    f"{context}: the model kept answering text that is not a transition ({problem})",
-                    output=output,
-                    backend=self.backend,
-                    attempts=calls,
-                )
-            logger.debug(
-                "%s: %s; re-asking (%d of %d)", self.backend, problem, reasks, self.settings.max_output_reasks
+            answer = judge.judge(
+                str((choice.get("message") or {}).get("content") or "") if choice is not None else None,
+                choice.get("finish_reason") if choice is not None else None,
+                prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                completion_tokens=int(usage.get("completion_tokens") or 0),
+                attempts=calls,
             )
-            conversation = _reask(base, output, problem)
+            if isinstance(answer, Transition):
+                return answer
+            conversation = answer
 
     async def _generate(
         self, conversation: list[dict[str, str]], *, context: str, attempts: int

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -25,7 +24,6 @@ from openai.types.chat import ChatCompletion
 from dreamgym_env.envs.domains import get_domain
 from dreamgym_env.errors import (
     ExperienceModelError,
-    ModelOutputError,
     ModelRateLimitError,
     ModelRequestError,
     ModelServerError,
@@ -33,11 +31,11 @@ from dreamgym_env.errors import (
     ModelTransportError,
     excerpt,
 )
+from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.config import EndpointConfig
-from dreamgym_env.experience.parsing import OutputParseError, parse_transition
 from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, clip, messages
-from dreamgym_env.types import ExperienceRequest, Transition, Usage
+from dreamgym_env.types import ExperienceRequest, Transition
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +44,6 @@ FORMAT_MODES: tuple[FormatMode, ...] = ("json_schema", "json_object", "text")
 """Structured-output modes, strongest first; a server that refuses one gets the next."""
 FORMAT_REFUSAL_HINTS = ("response_format", "json_schema", "json_object", "schema", "grammar", "structured")
 """Words in a 4xx answer that mean the server refused the structured-output request itself."""
-REASK_OUTPUT_CHARS = 1000
 """A bad answer is shown back to the model, cut to this many characters, when it is re-asked."""
 CONNECTIONS_PER_CLIENT = 32
 """Concurrent calls share one HTTP client up to this many; more get more clients. httpx's pool
@@ -104,20 +101,6 @@ def _retry_after(exc: BaseException, limit: float) -> float | None:
         return min(limit, max(0.0, float(value))) if value is not None else None
     except ValueError:
         return None
-
-
-def _reask(messages_sent: list[dict[str, str]], output: str, problem: str) -> list[dict[str, str]]:
-    """Build the conversation of a re-ask: the original prompt, the bad answer, a correction."""
-    return [
-        *messages_sent[:2],
-        {"role": "assistant", "content": clip(output, REASK_OUTPUT_CHARS) or "(empty answer)"},
-        {
-            "role": "user",
-            "content": f"That answer could not be used: {problem}. Answer again with only the JSON "
-            'object {"reasoning": ..., "next_state": ..., "reward": ..., "done": ...}; keep the '
-            "reasoning short.",
-        },
-    ]
 
 
 @dataclass
@@ -211,9 +194,10 @@ class OpenAIExperienceModel(ExperienceModel):
         base = messages(get_domain(request.task.domain).prompt, request)
         context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
         backend, secret = self.config.describe(), self.config.api_key.get_secret_value()
-        conversation, calls, failures, reasks = base, 0, 0, 0
-        prompt_tokens = completion_tokens = 0
-        started = time.perf_counter()
+        judge = AnswerJudge(
+            base, context, backend, self.model_id, self.config.max_tokens, self.config.max_output_reasks
+        )
+        conversation, calls, failures = base, 0, 0
         while True:
             mode, calls = self._mode, calls + 1
             try:
@@ -233,39 +217,18 @@ class OpenAIExperienceModel(ExperienceModel):
                 logger.info("%s: %s; retry %d in %.2fs", backend, type(error).__name__, failures, delay)
                 await asyncio.sleep(delay)
                 continue
-            if completion.usage is not None:
-                prompt_tokens += completion.usage.prompt_tokens or 0
-                completion_tokens += completion.usage.completion_tokens or 0
+            usage = completion.usage
             choice = completion.choices[0] if completion.choices else None
-            output = (choice.message.content or "") if choice is not None else ""
-            if choice is None:
-                problem = "the answer has no choices"
-            elif choice.finish_reason == "length":
-                problem = f"it was cut off at max_tokens={self.config.max_tokens} (truncated)"
-            else:
-                usage = Usage(
-                    prompt_tokens=prompt_tokens,
-                    completion_tokens=completion_tokens,
-                    latency_s=time.perf_counter() - started,
-                    attempts=calls,
-                    model=self.model_id,
-                )
-                try:
-                    return parse_transition(output, usage)
-                except OutputParseError as exc:
-                    problem = str(exc)
-            reasks += 1
-            if reasks > self.config.max_output_reasks:
-                raise ModelOutputError(
-                    f"{context}: the model kept answering text that is not a transition ({problem})",
-                    output=output,
-                    backend=backend,
-                    attempts=calls,
-                )
-            logger.debug(
-                "%s: %s; re-asking (%d of %d)", backend, problem, reasks, self.config.max_output_reasks
+            answer = judge.judge(
+                (choice.message.content or "") if choice is not None else None,
+                choice.finish_reason if choice is not None else None,
+                prompt_tokens=(usage.prompt_tokens or 0) if usage is not None else 0,
+                completion_tokens=(usage.completion_tokens or 0) if usage is not None else 0,
+                attempts=calls,
             )
-            conversation = _reask(base, output, problem)
+            if isinstance(answer, Transition):
+                return answer
+            conversation = answer
 
     async def _call(
         self, client: openai.AsyncOpenAI, conversation: list[dict[str, str]], mode: FormatMode

@@ -45,7 +45,11 @@ class OracleExperienceModel(ExperienceModel):
     the request (the same request always gets the same answer): the next state of another
     admissible action (``"action"``), the next state the action has in another task
     (``"task"``), or the true next state with the reward flipped (``"reward"``), one kind in
-    three. ``stats`` counts answers, cache hits and corruptions.
+    three. A corrupted answer is always wrong and always a page the reference env can be
+    restored from for the request's own task (it keeps that task's ``Instruction:`` line), so
+    the episode goes on from it; where the action does the same in another task, ``"task"``
+    answers the results of a search for that task's instruction (else another action's page,
+    else the reward flipped). ``stats`` counts answers, cache hits and corruptions.
 
     Example:
         >>> from dreamgym_env.envs.synthetic import DreamEnv

@@ -154,3 +154,15 @@ def test_any_string_never_raises(actions, webshop_task, page_after):
         assert isinstance(obs, str) and reward in (0.0, 1.0) and isinstance(info["action_valid"], bool)
         if terminated or truncated:
             obs, _ = env.reset(options={"task": webshop_task})
+
+
+def test_webshop_episode_ends_only_at_buy_now(webshop_task):
+    def always_done(request: ExperienceRequest) -> Transition:
+        return Transition(next_state="[Buy Now] [< Prev]", reward=1.0, terminated=True)
+
+    env = DreamEnv("webshop", ScriptedExperienceModel(always_done))
+    env.reset(options={"task": webshop_task})
+    _, reward, terminated, _, info = env.step("search[x]")
+    assert not terminated and reward == 0.0 and not info["won"]
+    _, reward, terminated, _, info = env.step("click[Buy Now]")
+    assert terminated and reward == 1.0 and info["won"]

@@ -16,16 +16,21 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # transformers
 
 
 def two_searches(request: ExperienceRequest) -> Transition:
-    """First search: a page that allows another search. Second: the end, rewarded when the query is long."""
+    """First search: a page that allows another search. Second: an item page. Buying it ends the
+    episode, rewarded when the second query was long (WebShop episodes end only at Buy Now)."""
     if not request.history:
         return Transition(
             next_state=f"WebShop | search again\nInstruction: {request.task.instruction}\n[Search]"
         )
-    query = request.action[len("search[") : -1]
+    if request.action != "click[Buy Now]":
+        return Transition(next_state=f"WebShop | item\nInstruction: {request.task.instruction}\n[Buy Now]")
+    query = request.history[-1].action[len("search[") : -1]
     return Transition(next_state="WebShop | done", reward=float(len(query) % 2), terminated=True)
 
 
 def as_search(text: str, info: dict) -> str:
+    if "click[Buy Now]" in info.get("admissible_actions", []):
+        return "click[Buy Now]"
     return f"search[{first_line(text).replace('[', ' ').replace(']', ' ').strip() or 'x'}]"
 
 
@@ -99,7 +104,7 @@ def test_one_grpo_step_on_cpu_with_a_tiny_model_and_env_rewards(setup, tmp_path,
             lp == 0.0 for lp, m in zip(lps, mask, strict=True) if m == 0
         )
     assert set(out["env_reward"]) == {0.0, 1.0}  # mixed outcomes: some advantages are not zero
-    assert model.calls == 16  # two model calls per episode
+    assert model.calls == 24  # three model calls per episode: search, search, buy
     assert any(not torch.equal(a, b) for a, b in zip(before, lm.parameters(), strict=True))
     assert "reward" in trainer.state.log_history[0]
 

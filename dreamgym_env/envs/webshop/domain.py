@@ -82,6 +82,7 @@ class WebShopDomain(Domain):
     """WebShop: text pages of a web shop, actions ``search[query]`` and ``click[label]``."""
 
     name = "webshop"
+    ends_only_on_terminal_actions = True
     max_episode_steps = 15
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:

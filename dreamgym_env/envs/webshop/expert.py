@@ -71,13 +71,14 @@ class WebShopExpert:
         for item, title, price in fresh:
             if self._fits(title, price, goal):
                 return f"click[{item}]"
-        if f"[{NEXT_LABEL}]" in lines[2] and not self._settle:
+        navigation = lines[2] if len(lines) > 2 else ""
+        if f"[{NEXT_LABEL}]" in navigation and not self._settle:
             return f"click[{NEXT_LABEL}]"
         if fresh:
             self._settle = True
             best = max(fresh, key=lambda r: self._closeness(r[1], r[2], goal))
             return f"click[{best[0]}]"
-        if f"[{PREV_LABEL}]" in lines[2]:
+        if f"[{PREV_LABEL}]" in navigation:
             return f"click[{PREV_LABEL}]"
         self._settle = True
         return f"click[{results[0][0]}]" if results else f"click[{BACK_LABEL}]"
