@@ -101,11 +101,13 @@ def _demonstrations(request: ExperienceRequest) -> str:
     for i, demo in enumerate(request.demonstrations, 1):
         state = once(demo.state, f"the state of example {i}")
         next_state = once(demo.next_state, f"the next state of example {i}")
+        # Most steps have reward 0 and go on: only an episode's end is worth the tokens.
+        outcome = f"\nEnd: reward {demo.reward:g}, done true" if demo.done else ""
         demos.append(
             f"## Example {i}\nState: {state}\nAction: {quote_action(demo.action)}\n"
-            f"Next state: {next_state}\nReward: {demo.reward:g}, done: {str(demo.done).lower()}"
+            f"Next state: {next_state}{outcome}"
         )
-    return "# Real transitions of this environment\n" + "\n".join(demos)
+    return "# Real transitions of this environment (reward 0 and not done unless shown)\n" + "\n".join(demos)
 
 
 def user_prompt(request: ExperienceRequest) -> str:

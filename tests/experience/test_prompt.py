@@ -83,10 +83,10 @@ def test_user_prompt_holds_state_history_and_demonstrations(webshop_task):
     assert '1. "search[shirt]" -> ' + clip(long_state, HISTORY_STATE_CHARS) in user
     assert long_state not in user  # history states are cut
     assert clip("D" * (DEMO_STATE_CHARS + 10), DEMO_STATE_CHARS) in user
-    assert 'Action: "click[\\"x\\"]"' in user and "Reward: 1, done: true" in user
+    assert 'Action: "click[\\"x\\"]"' in user and "End: reward 1, done true" in user
     sections = re.findall(r"^# .*$", user, flags=re.MULTILINE)
     assert sections == [
-        "# Real transitions of this environment",
+        "# Real transitions of this environment (reward 0 and not done unless shown)",
         "# Interaction history (oldest first)",
         "# Current state",
         "# Agent action",
@@ -176,7 +176,8 @@ def test_compacted_demonstration_shows_what_the_action_changed(webshop_task):
     assert small.next_state == "Selected: size=large\n[... 6 lines as in the state]"
     assert "[large]" in small.state and other not in small.state
     user = user_prompt(make_request(webshop_task, "click[large]", demonstrations=[small]))
-    assert "Next state: Selected: size=large\n[... 6 lines as in the state]\nReward: 0, done: false" in user
+    assert "Next state: Selected: size=large\n[... 6 lines as in the state]\n\n# " in user
+    assert "End: reward" not in user  # a step that goes on shows no outcome line
     new_page = demo.model_copy(update={"next_state": chosen[0].replace("item", "reviews") + "\n" + chosen[1]})
     assert compact_demonstration(new_page, state_chars=160, next_state_chars=160).next_state == (
         'WebShop | reviews B0SHIRT001 | query "red shirt" | page 1'
