@@ -93,7 +93,31 @@ class _Driver:
             self._executor = None
 
 
-class CurriculumReset(gym.Wrapper[Any, Any, Any, Any]):
+class _DriverAccess:
+    """What both curriculum wrappers expose of their driver."""
+
+    _driver: _Driver
+
+    @property
+    def curriculum(self) -> Curriculum:
+        return self._driver.curriculum
+
+    @property
+    def reports(self) -> list[GenerationReport]:
+        """Reports of the generations merged so far."""
+        return self._driver.reports
+
+    @property
+    def episodes(self) -> int:
+        """Finished episodes (of any sub-env) recorded so far."""
+        return self._driver.episodes
+
+    def wait_for_generation(self, timeout: float | None = None) -> GenerationReport | None:
+        """Block until a running generation ends and add its tasks; ``None`` if none runs."""
+        return self._driver.poll(wait=True, timeout=timeout)
+
+
+class CurriculumReset(_DriverAccess, gym.Wrapper[Any, Any, Any, Any]):
     """Resets into the tasks a :class:`~dreamgym_env.curriculum.Curriculum` chooses, by reward variance.
 
     Accepts any env whose ``reset`` takes ``options={"task": Task}`` (DreamEnv, the reference
@@ -145,24 +169,6 @@ class CurriculumReset(gym.Wrapper[Any, Any, Any, Any]):
         self._task_id: str | None = None
         self._return = 0.0
 
-    @property
-    def curriculum(self) -> Curriculum:
-        return self._driver.curriculum
-
-    @property
-    def reports(self) -> list[GenerationReport]:
-        """Reports of the generations merged so far."""
-        return self._driver.reports
-
-    @property
-    def episodes(self) -> int:
-        """Finished episodes recorded so far."""
-        return self._driver.episodes
-
-    def wait_for_generation(self, timeout: float | None = None) -> GenerationReport | None:
-        """Block until a running generation ends and add its tasks; ``None`` if none runs."""
-        return self._driver.poll(wait=True, timeout=timeout)
-
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
@@ -190,7 +196,7 @@ class CurriculumReset(gym.Wrapper[Any, Any, Any, Any]):
         super().close()
 
 
-class CurriculumResetVector(VectorWrapper):
+class CurriculumResetVector(_DriverAccess, VectorWrapper):
     """The vector form of :class:`CurriculumReset` (``CurriculumReset(vector_env, ...)`` builds it).
 
     Accepts a ``DreamVectorEnv`` (or any vector env whose ``reset`` takes ``options={"tasks":
@@ -228,24 +234,6 @@ class CurriculumResetVector(VectorWrapper):
         self.chooses_autoreset_tasks = hasattr(base, "autoreset_options")
         if self.chooses_autoreset_tasks:
             base.autoreset_options = self._autoreset_options  # type: ignore[attr-defined]
-
-    @property
-    def curriculum(self) -> Curriculum:
-        return self._driver.curriculum
-
-    @property
-    def reports(self) -> list[GenerationReport]:
-        """Reports of the generations merged so far."""
-        return self._driver.reports
-
-    @property
-    def episodes(self) -> int:
-        """Finished sub-env episodes recorded so far."""
-        return self._driver.episodes
-
-    def wait_for_generation(self, timeout: float | None = None) -> GenerationReport | None:
-        """Block until a running generation ends and add its tasks; ``None`` if none runs."""
-        return self._driver.poll(wait=True, timeout=timeout)
 
     def _autoreset_options(self, index: int) -> dict[str, Any]:
         return {"task": self.curriculum.choose(1)[0]}
