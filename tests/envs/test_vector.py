@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -7,7 +9,7 @@ import pytest
 import dreamgym_env  # noqa: F401
 from dreamgym_env import ConfigurationError, DreamVectorEnv
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
-from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
+from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer, delay, echo_responder
 
 
 def test_make_vec_uses_vector_entry_point(scripted_model):
@@ -53,8 +55,18 @@ def test_group_reset_shares_tasks(scripted_model):
 
 
 def test_vector_requests_reach_server_concurrently():
-    """32 sub-envs against a server holding each request 200 ms: all 32 are in flight at once."""
-    with ScriptedOpenAIServer(latency_s=0.2) as server:
+    """32 sub-envs against a server holding each request 200 ms: all 32 are in flight at once.
+
+    A barrier makes the check independent of the machine's speed: each request is held until
+    all 32 have arrived, which only happens if the vector env sends them concurrently.
+    """
+    gate = threading.Barrier(32, timeout=20)
+
+    def hold_until_all_arrive(body):
+        gate.wait()
+        return delay(0.2, then=echo_responder(body))
+
+    with ScriptedOpenAIServer(responder=hold_until_all_arrive) as server:
         model = OpenAIExperienceModel(base_url=server.url, model="test", max_concurrency=64)
         envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=32, experience_model=model)
         envs.reset(seed=0)
