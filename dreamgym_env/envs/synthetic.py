@@ -102,6 +102,8 @@ class DreamEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
     ) -> None:
         self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        # A model the env chose itself is the env's to close; a passed one may be shared.
+        self._owns_model = experience_model is None
         if experience_model is None:
             from dreamgym_env.experience.selection import default_experience_model
 
@@ -273,4 +275,6 @@ class DreamEnv(gym.Env[str, str]):
         return None
 
     def close(self) -> None:
-        """Close the env. The experience model stays open: it may be shared by other envs."""
+        """Close the env, and the experience model if the env chose it (a passed one may be shared)."""
+        if self._owns_model:
+            self.experience_model.close()

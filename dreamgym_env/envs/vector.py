@@ -56,6 +56,7 @@ class DreamVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
         domain = get_domain(domain) if isinstance(domain, str) else domain
+        self._owns_model = experience_model is None
         if experience_model is None:
             from dreamgym_env.experience.selection import default_experience_model
 
@@ -168,6 +169,8 @@ class DreamVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         for env in self.envs:
             env.close()
+        if self._owns_model:  # the sub-envs were given the model: closing it is the vector env's job
+            self.experience_model.close()
 
 
 def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:

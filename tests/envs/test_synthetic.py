@@ -166,3 +166,13 @@ def test_webshop_episode_ends_only_at_buy_now(webshop_task):
     assert not terminated and reward == 0.0 and not info["won"]
     _, reward, terminated, _, info = env.step("click[Buy Now]")
     assert terminated and reward == 1.0 and info["won"]
+
+
+def test_env_closes_only_the_model_it_chose(monkeypatch, scripted_model):
+    closed = []
+    monkeypatch.setattr(type(scripted_model), "close", lambda self: closed.append(self))
+    DreamEnv("webshop", scripted_model).close()
+    assert closed == []  # a passed model may be shared
+    monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda: scripted_model)
+    DreamEnv("webshop").close()
+    assert closed == [scripted_model]
