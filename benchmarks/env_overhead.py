@@ -23,7 +23,8 @@ import gymnasium as gym
 from rich.console import Console
 from rich.table import Table
 
-from dreamgym_env import DreamEnv, DreamVectorEnv
+from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.envs.vector import DreamVectorEnv
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
 from dreamgym_env.testing import ScriptedExperienceModel
 

@@ -17,11 +17,12 @@ import statistics
 import time
 
 from dreamgym_env.agents.expert import expert_policy
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.agents.rollouts import collect_trajectories
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.experience.local import LocalExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.replay.offline import collect_trajectories
 from dreamgym_env.types import ExperienceRequest
 
 
@@ -54,7 +55,7 @@ def main() -> None:
     try:
         for trajectory in episodes:
             for step in trajectory.steps[: args.steps]:
-                request = ExperienceRequest(task=trajectory.task, state=step.state, action=step.action)
+                request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=trajectory.task, state=step.state, action=step.action)
                 request = request.model_copy(update={"demonstrations": grounder.demonstrations(request)})
                 load = os.getloadavg()[0]
                 usage = model.predict_one(request).usage

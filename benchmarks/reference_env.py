@@ -23,10 +23,10 @@ from rich.console import Console
 from rich.table import Table
 
 from dreamgym_env.agents import RandomPolicy
+from dreamgym_env.agents.rollouts import collect
 from dreamgym_env.envs.webshop.catalog import load_catalog
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.envs.webshop.tasks import load_tasks
-from dreamgym_env.replay.offline import collect
 
 MAX_STEPS = 15
 

@@ -37,8 +37,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.agents.rollouts import collect
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.experience import prompt
 from dreamgym_env.replay.buffer import LOAD_BATCH_TRAJECTORIES, ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import (
@@ -47,7 +49,7 @@ from dreamgym_env.replay.embedders import (
     sentence_transformer_available,
 )
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.replay.offline import collect, read_trajectories
+from dreamgym_env.replay.jsonl import read_trajectories
 from dreamgym_env.types import ExperienceRequest, Step, Task, Trajectory
 
 BASE_EPISODES = 1500
@@ -247,6 +249,7 @@ def prompt_tokens(workdir: Path, k: int) -> tuple[str, list[tuple[str, list[int]
     for trajectory in read_trajectories(episodes):
         for i, step in enumerate(trajectory.steps):
             request = ExperienceRequest(
+                prompt=WEBSHOP_PROMPT,
                 task=trajectory.task,
                 history=trajectory.steps[max(0, i - DEFAULT_HISTORY_LEN) : i],
                 state=step.state,

@@ -1,127 +1,102 @@
 """dreamgym-env: Gymnasium environments whose experience an LLM synthesizes (DreamGym).
 
-Importing the package registers the ``DreamGym/*`` ids::
+Importing the package registers the built-in domain packs and their ``DreamGym/*`` ids::
 
     import gymnasium as gym
     import dreamgym_env
 
-    env = gym.make("DreamGym/WebShop-v0", experience_model=model)
+    env = gym.make("DreamGym/WebShop-v0")          # synthetic: an experience model answers
+    ref = gym.make("DreamGym/WebShop-Ref-v0")      # reference: the programmatic ground truth
+
+The names below are what a user types besides an env id: the experience-model backends, the
+wrappers, the replay buffer, the curriculum, the domain-pack contract and the error base
+classes. Everything else lives in its subpackage (``dreamgym_env.envs``, ``.experience``,
+``.replay``, ``.curriculum``, ``.wrappers``, ``.agents``, ``.rl``, ``.bench``, ``.testing``).
+Backends and wrappers are imported on first use, so ``import dreamgym_env`` stays fast.
 """
 
-from dreamgym_env.agents import NoisyPolicy, RandomPolicy, make_policy
-from dreamgym_env.bench.fidelity import FidelityReport, measure_fidelity, reference_transitions
-from dreamgym_env.curriculum import Curriculum, EndpointChat, TaskGenerator, TaskStats, TaskVariations
-from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction
-from dreamgym_env.envs.domains import get_domain
-from dreamgym_env.envs.registration import register_envs
-from dreamgym_env.envs.synthetic import DreamEnv
-from dreamgym_env.envs.vector import DreamVectorEnv
-from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
-from dreamgym_env.errors import (
-    ConfigurationError,
-    DataError,
-    DreamGymError,
-    ExperienceModelError,
-    ModelOutputError,
-    ModelRateLimitError,
-    ModelRequestError,
-    ModelServerError,
-    ModelTimeoutError,
-    ModelTransportError,
-    SpaceMismatchError,
-    UnknownNameError,
-)
-from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.cache import CachedExperienceModel
-from dreamgym_env.experience.config import EndpointConfig, RetryPolicy
-from dreamgym_env.experience.local import LocalExperienceModel
-from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
-from dreamgym_env.experience.oracle import OracleExperienceModel
-from dreamgym_env.experience.selection import default_experience_model
-from dreamgym_env.replay import (
-    ExperienceReplayBuffer,
-    HashedEmbedder,
-    SentenceTransformerEmbedder,
-    make_embedder,
-)
-from dreamgym_env.replay.offline import collect, collect_trajectories, read_trajectories, write_trajectories
-from dreamgym_env.spaces import UnicodeText
-from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Trajectory, Transition, Usage
-from dreamgym_env.wrappers import (
-    ChoiceActions,
-    CurriculumReset,
-    EmbedObservation,
-    RealWithProbability,
-    ReplayGrounding,
-    SimToReal,
-    SyntheticFirst,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from dreamgym_env.envs import Domain, get_domain, register_domain
+from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceModelError
+from dreamgym_env.types import Task
+
+if TYPE_CHECKING:
+    from dreamgym_env.curriculum import Curriculum
+    from dreamgym_env.envs.oracle import OracleExperienceModel
+    from dreamgym_env.experience.base import ExperienceModel
+    from dreamgym_env.experience.cache import CachedExperienceModel
+    from dreamgym_env.experience.local import LocalExperienceModel
+    from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
+    from dreamgym_env.experience.selection import default_experience_model
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+    from dreamgym_env.wrappers import (
+        ChoiceActions,
+        CurriculumReset,
+        CurriculumResetVector,
+        EmbedObservation,
+        ReplayGrounding,
+        SimToReal,
+        VectorReplayGrounding,
+    )
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "ExperienceModel": "dreamgym_env.experience.base",
+    "OpenAIExperienceModel": "dreamgym_env.experience.openai_backend",
+    "LocalExperienceModel": "dreamgym_env.experience.local",
+    "CachedExperienceModel": "dreamgym_env.experience.cache",
+    "default_experience_model": "dreamgym_env.experience.selection",
+    "OracleExperienceModel": "dreamgym_env.envs.oracle",
+    "ExperienceReplayBuffer": "dreamgym_env.replay.buffer",
+    "Curriculum": "dreamgym_env.curriculum",
+    "ChoiceActions": "dreamgym_env.wrappers",
+    "CurriculumReset": "dreamgym_env.wrappers",
+    "CurriculumResetVector": "dreamgym_env.wrappers",
+    "EmbedObservation": "dreamgym_env.wrappers",
+    "ReplayGrounding": "dreamgym_env.wrappers",
+    "SimToReal": "dreamgym_env.wrappers",
+    "VectorReplayGrounding": "dreamgym_env.wrappers",
+}
+
 __all__ = [
-    "ActionError",
     "CachedExperienceModel",
     "ChoiceActions",
     "ConfigurationError",
     "Curriculum",
     "CurriculumReset",
-    "DataError",
-    "Demonstration",
+    "CurriculumResetVector",
     "Domain",
-    "DomainPrompt",
-    "DreamEnv",
     "DreamGymError",
-    "DreamVectorEnv",
     "EmbedObservation",
-    "EndpointChat",
-    "EndpointConfig",
     "ExperienceModel",
     "ExperienceModelError",
     "ExperienceReplayBuffer",
-    "ExperienceRequest",
-    "FidelityReport",
-    "HashedEmbedder",
     "LocalExperienceModel",
-    "ModelOutputError",
-    "ModelRateLimitError",
-    "ModelRequestError",
-    "ModelServerError",
-    "ModelTimeoutError",
-    "ModelTransportError",
-    "NoisyPolicy",
     "OpenAIExperienceModel",
     "OracleExperienceModel",
-    "ParsedAction",
-    "RandomPolicy",
-    "RealWithProbability",
     "ReplayGrounding",
-    "RetryPolicy",
-    "SentenceTransformerEmbedder",
     "SimToReal",
-    "SpaceMismatchError",
-    "Step",
-    "SyntheticFirst",
     "Task",
-    "TaskGenerator",
-    "TaskStats",
-    "TaskVariations",
-    "Trajectory",
-    "Transition",
-    "UnicodeText",
-    "UnknownNameError",
-    "Usage",
-    "WebShopRefEnv",
-    "collect",
-    "collect_trajectories",
+    "VectorReplayGrounding",
     "default_experience_model",
     "get_domain",
-    "make_embedder",
-    "make_policy",
-    "measure_fidelity",
-    "read_trajectories",
-    "reference_transitions",
-    "write_trajectories",
+    "register_domain",
 ]
 
-register_envs()
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dreamgym_env' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

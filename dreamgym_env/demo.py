@@ -21,7 +21,6 @@ Example::
 from __future__ import annotations
 
 import difflib
-import re
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -36,14 +35,14 @@ from rich.table import Table
 from rich.text import Text
 
 from dreamgym_env.agents.expert import expert_policy
-from dreamgym_env.envs.domain import Domain, Policy
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.agents.rollouts import collect_trajectories
+from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.replay.offline import collect_trajectories
 from dreamgym_env.types import Task
 
 DEFAULT_EPISODES = 2
@@ -52,8 +51,6 @@ DEFAULT_REPLAY_EPISODES = 40
 SHOWN_LINES = 8
 """Lines of each next state shown in the step table."""
 REASONING_CHARS = 200
-_PLACEHOLDER = re.compile(r"<\w+>")
-"""A template slot in an admissible action, such as ``search[<query>]``."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +143,7 @@ def _ground(env: DreamEnv, pack: Domain, episodes: int, seed: int) -> Experience
     buffer = ExperienceReplayBuffer(None)
     for trajectory in trajectories:
         buffer.add_trajectory(trajectory, source="offline")
-    ReplayGrounder(buffer, write_back=False).attach(env)
+    env.add_context_provider(ReplayGrounder(buffer, write_back=False).demonstrations)
     return buffer
 
 
@@ -157,12 +154,12 @@ def _excerpt(text: str) -> str:
 
 
 def _restore(reference: gym.Env, task: Task, state: str) -> bool:
-    """Put the reference env on ``state`` if it can continue from that page."""
-    restore = getattr(reference.unwrapped, "restore", None)
-    if not callable(restore):
+    """Put the reference env on ``state`` if it can continue from that state (a restorable env)."""
+    env: Any = reference.unwrapped
+    if not getattr(env, "restorable", False):
         return False
     try:
-        restore(task, state)
+        env.restore(task, state)
     except DreamGymError:
         return False
     return True
@@ -306,17 +303,18 @@ def _stop_reason(info: dict[str, Any], action: str, episode: list[DemoStep]) -> 
     return None
 
 
-def _act(policy: Policy, observation: str, info: dict[str, Any]) -> tuple[str, bool]:
-    """The policy's action; when it fails on a page it cannot read, the first admissible action."""
+def _act(domain: Domain, policy: Policy, observation: str, info: dict[str, Any]) -> tuple[str, bool]:
+    """The policy's action; when it fails on a state it cannot read, the first admissible action."""
     try:
         return policy(observation, info), False
-    except Exception:  # a scripted policy meets model-written pages it was not written for
-        admissible = [
-            a for a in info.get("admissible_actions") or () if "<" not in a or a.startswith("click[")
-        ]
+    except Exception:  # a scripted policy meets model-written states it was not written for
         task = info.get("task")
-        instruction = task.instruction if isinstance(task, Task) else "item"
-        return (admissible[0] if admissible else f"search[{instruction}]"), True
+        task = task if isinstance(task, Task) else None
+        for action in info.get("admissible_actions") or ():
+            filled = domain.fill_slots(action, task, observation) if ACTION_SLOT.search(action) else [action]
+            if filled:
+                return filled[0], True
+        return "", True  # nothing admissible: an invalid action, answered with failure feedback
 
 
 def _play(
@@ -343,7 +341,7 @@ def _play(
             episode: list[DemoStep] = []
             reference_done = False
             for step in range(1, max_steps + 1):
-                action, fallback = _act(policy, observation, info)
+                action, fallback = _act(env.domain, policy, observation, info)
                 stop = _stop_reason(info, action, episode)
                 if stop is not None:
                     bar.console.print(Text(f"{stop}: episode stopped", style="dim"))

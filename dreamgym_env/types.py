@@ -7,12 +7,46 @@ All are pydantic v2 models and round-trip through JSON (``model_dump_json`` /
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Source = Literal["offline", "real", "synthetic"]
 """Where a transition came from: offline data, a real (reference) env, or the experience model."""
+Policy = Callable[[str, dict], str]
+"""A text policy: ``(observation, info) -> action``."""
+
+
+@dataclass(frozen=True)
+class ParsedAction:
+    """A valid action: its verb (``search``, ``click``, ...), its argument and the normalised text."""
+
+    verb: str
+    argument: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ActionError:
+    """Why an action text is not a valid action; shown to the agent as failure feedback."""
+
+    message: str
+
+
+class DomainPrompt(BaseModel):
+    """The domain-specific parts of the experience-model system prompt.
+
+    Every :class:`ExperienceRequest` carries its domain's prompt, so a backend needs nothing
+    but the request (an unregistered domain works as well as a registered one).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    rules: str
+    state_format: str
+    reward_rubric: str
 
 
 class Task(BaseModel):
@@ -64,9 +98,11 @@ class ExperienceRequest(BaseModel):
     """What the experience model is asked: what happens after ``action`` in this context.
 
     ``history`` holds the most recent steps of the episode (bounded by the env's
-    ``history_len``); ``demonstrations`` are filled by context providers such as replay grounding.
+    ``history_len``); ``demonstrations`` are filled by context providers such as replay grounding;
+    ``prompt`` holds the domain's rules, state format and reward rubric.
     """
 
+    prompt: DomainPrompt
     task: Task
     history: list[Step] = Field(default_factory=list)
     state: str

@@ -20,7 +20,7 @@ import torch
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 import dreamgym_env  # noqa: F401  (registers the DreamGym ids)
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.rl.sb3 import TrainingMonitor, evaluate_policy_on_tasks, wrap_for_sb3
 from dreamgym_env.rl.sim2real import make_experience_model

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field, fields
 import gymnasium as gym
 
 import dreamgym_env  # noqa: F401  (registers the DreamGym ids)
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.rl.sim2real import make_experience_model
 from dreamgym_env.rl.tiny_lm import tiny_llama, train_tokenizer
-from dreamgym_env.rl.trl import EnvRollout, default_prompt, nearest_admissible
+from dreamgym_env.rl.trl import EnvRollout, domain_prompt, nearest_admissible
 
 
 @dataclass
@@ -88,7 +88,7 @@ def main(options: Options) -> list[dict]:
             tokenizer.pad_token = tokenizer.eos_token
     else:  # an untrained ~100k-parameter model: it shows that the pipeline runs, nothing more
         tokenizer = train_tokenizer(
-            [default_prompt(t) for t in tasks] + ["search[query] click[Buy Now]"], 512
+            [domain_prompt(get_domain(ENV_DOMAIN))(t) for t in tasks] + ["search[query] click[Buy Now]"], 512
         )
         policy = tiny_llama(tokenizer, seed=options.seed)
     rollout = EnvRollout(

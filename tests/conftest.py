@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
 from dreamgym_env.types import ExperienceRequest, Task, Transition
 

@@ -7,7 +7,7 @@ import pytest
 from rich.console import Console
 
 from dreamgym_env.demo import DemoSummary, _act, _build_model, run_demo
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience import selection
 from dreamgym_env.testing import ScriptedExperienceModel
@@ -124,14 +124,12 @@ def test_a_policy_that_cannot_read_a_page_falls_back_to_an_admissible_action(web
         "task": webshop_task,
         "admissible_actions": ["search[<query>]", "click[< Prev]", "click[Buy Now]"],
     }
-    assert _act(confused, "WebShop | results", info) == ("click[< Prev]", True)
-    assert _act(
-        confused, "WebShop | search", {"task": webshop_task, "admissible_actions": ["search[<query>]"]}
-    ) == (
-        f"search[{webshop_task.instruction}]",
-        True,
-    )
-    assert _act(lambda o, i: "click[Buy Now]", "page", info) == ("click[Buy Now]", False)
+    domain = get_domain("webshop")
+    assert _act(domain, confused, "WebShop | results", info) == (f"search[{webshop_task.instruction}]", True)
+    results = {**info, "admissible_actions": ["click[< Prev]", "click[Buy Now]"]}
+    assert _act(domain, confused, "WebShop | results", results) == ("click[< Prev]", True)
+    assert _act(domain, confused, "page", {"task": webshop_task, "admissible_actions": []}) == ("", True)
+    assert _act(domain, lambda o, i: "click[Buy Now]", "page", info) == ("click[Buy Now]", False)
 
 
 def test_episode_stops_when_the_model_writes_a_page_without_actions():

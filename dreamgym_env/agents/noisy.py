@@ -18,9 +18,9 @@ class NoisyPolicy:
     recoveries). The wrapped policy must cope with pages it did not lead to.
 
     Example:
-        >>> noisy = NoisyPolicy(lambda obs, info: "click[Buy Now]", epsilon=0.0, seed=0)
-        >>> noisy("page", {"admissible_actions": ["click[< Prev]"]})
-        'click[Buy Now]'
+        >>> noisy = NoisyPolicy(lambda obs, info: "open[door]", epsilon=0.0, seed=0)
+        >>> noisy("room", {"admissible_actions": ["look"]})
+        'open[door]'
     """
 
     def __init__(self, policy: Policy, epsilon: float = 0.3, seed: int | None = None) -> None:

@@ -7,22 +7,22 @@ from typing import Any
 
 import numpy as np
 
+from dreamgym_env.envs.domain import ACTION_SLOT
 from dreamgym_env.errors import ConfigurationError
 
-_PLACEHOLDER = re.compile(r"<[a-z_ ]+>")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 
 
 class RandomPolicy:
     """Picks one of ``info["admissible_actions"]`` uniformly, with its own seeded RNG.
 
-    A placeholder in an admissible action (WebShop's ``search[<query>]``) is filled with one
-    to three words drawn from the observation, so random searches are plausible text.
+    A free slot in an admissible action (``<query>`` in ``search[<query>]``) is filled with
+    one to three words drawn from the observation, so random free text is plausible.
 
     Example:
         >>> policy = RandomPolicy(seed=0)
-        >>> policy("Instruction: red shoes", {"admissible_actions": ["click[Buy Now]"]})
-        'click[Buy Now]'
+        >>> policy("A red door.", {"admissible_actions": ["open[red door]"]})
+        'open[red door]'
     """
 
     def __init__(self, seed: int | None = None) -> None:
@@ -33,9 +33,9 @@ class RandomPolicy:
         if not actions:
             raise ConfigurationError("RandomPolicy needs info['admissible_actions'] (a non-empty list)")
         action = str(actions[int(self.rng.integers(len(actions)))])
-        if "<" in action:
+        if ACTION_SLOT.search(action):
             words = _WORD.findall(observation) or ["item"]
             count = int(self.rng.integers(1, 4))
             filler = " ".join(words[int(i)] for i in self.rng.integers(len(words), size=count))
-            action = _PLACEHOLDER.sub(filler, action)
+            action = ACTION_SLOT.sub(filler, action)
         return action

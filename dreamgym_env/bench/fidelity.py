@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass
 
 from rapidfuzz.fuzz import ratio
 
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import ExperienceRequest, Step, Trajectory, Transition
@@ -57,6 +59,7 @@ def normalize_state(text: str) -> str:
 
 def reference_transitions(
     trajectories: Iterable[Trajectory],
+    domain: str | Domain,
     *,
     history_len: int = DEFAULT_HISTORY_LEN,
     include_invalid: bool = False,
@@ -64,8 +67,10 @@ def reference_transitions(
     """One reference transition per recorded step.
 
     Invalid actions are skipped by default: the synthetic env answers them itself and never
-    asks the model. ``history`` holds the ``history_len`` steps before, as the env sends it.
+    asks the model. ``history`` holds the ``history_len`` steps before, as the env sends it;
+    each request carries ``domain``'s prompt, as the synthetic env's do.
     """
+    prompt = get_domain(domain).prompt
     if history_len < 0:
         raise ConfigurationError(f"history_len must be >= 0, got {history_len}")
     out: list[ReferenceTransition] = []
@@ -74,6 +79,7 @@ def reference_transitions(
         for step in trajectory.steps:
             if step.action_valid or include_invalid:
                 request = ExperienceRequest(
+                    prompt=prompt,
                     task=trajectory.task,
                     history=past[-history_len:] if history_len else [],
                     state=step.state,

@@ -136,15 +136,20 @@ class Curriculum:
         chat: ChatModel | None = None,
         **kwargs: Any,
     ) -> Curriculum:
-        """A curriculum over the tasks of a DreamGym env, generating with ``chat`` if given."""
-        from dreamgym_env.envs.vector import sub_envs
+        """A curriculum over the tasks of a DreamGym env, generating with ``chat`` if given.
 
-        envs = sub_envs(env)
-        if not envs:
-            raise ConfigurationError(f"{type(env.unwrapped).__name__} is not a DreamEnv or DreamVectorEnv")
-        base = envs[0]
-        generator = TaskGenerator(chat, base.domain) if chat is not None else None
-        return cls(list(base.tasks), generator=generator, **kwargs)
+        Any env (wrapped or not) whose base has ``tasks`` and ``domain`` works: a synthetic or
+        reference env, or a vector env of synthetic envs (its first sub-env's tasks).
+        """
+        base: Any = env.unwrapped
+        sub_envs = getattr(base, "envs", None)
+        if sub_envs:
+            base = sub_envs[0]
+        tasks, domain = getattr(base, "tasks", None), getattr(base, "domain", None)
+        if tasks is None or domain is None:
+            raise ConfigurationError(f"{type(base).__name__} has no tasks and domain to build a curriculum from")
+        generator = TaskGenerator(chat, domain) if chat is not None else None
+        return cls(list(tasks), generator=generator, **kwargs)
 
     # -- the pool ------------------------------------------------------------------------------
     def _add(self, task: Task, *, generated: bool) -> bool:

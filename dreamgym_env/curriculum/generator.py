@@ -28,7 +28,12 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from dreamgym_env.curriculum.chat import ChatModel
-from dreamgym_env.curriculum.variations import REJECTION_KINDS, Rejection, TaskVariations
+from dreamgym_env.curriculum.variations import (
+    REJECTION_KINDS,
+    InstructionVariations,
+    Rejection,
+    TaskVariations,
+)
 from dreamgym_env.errors import ConfigurationError, excerpt
 from dreamgym_env.replay.embedders import Embedder, HashedEmbedder, make_embedder
 from dreamgym_env.types import Task
@@ -169,7 +174,7 @@ class TaskGenerator:
     Args:
         chat: the model (a :class:`~dreamgym_env.curriculum.chat.ChatModel`, e.g.
             :class:`~dreamgym_env.curriculum.chat.EndpointChat`).
-        domain: the domain (name or Domain) whose :meth:`task_variations` hook builds and checks
+        domain: the domain (a registered or unregistered Domain) whose :meth:`task_variations` hook builds and checks
             candidates, or a :class:`TaskVariations` directly.
         embedder: embeds instructions for duplicate detection (default: the hashed embedder,
             no model needed); an :class:`~dreamgym_env.replay.embedders.Embedder` or a spec.
@@ -184,7 +189,7 @@ class TaskGenerator:
     def __init__(
         self,
         chat: ChatModel,
-        domain: str | Domain | TaskVariations = "webshop",
+        domain: Domain | TaskVariations,
         *,
         embedder: Embedder | str | None = None,
         duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
@@ -325,12 +330,12 @@ class TaskGenerator:
         return run(self.generate(seeds, n)) if callable(run) else asyncio.run(self.generate(seeds, n))
 
 
-def variations_of(domain: str | Domain | TaskVariations) -> TaskVariations:
-    """The domain's task-variation hook (a :class:`TaskVariations` is returned as is)."""
+def variations_of(domain: Domain | TaskVariations) -> TaskVariations:
+    """The domain's task-variation hook (a :class:`TaskVariations` is returned as is).
+
+    A domain without its own hook gets :class:`InstructionVariations` (new instructions in the
+    seed's initial state, checked for shape only).
+    """
     if isinstance(domain, TaskVariations):
         return domain
-    if isinstance(domain, str):
-        from dreamgym_env.envs.domains import get_domain
-
-        domain = get_domain(domain)
-    return domain.task_variations()
+    return domain.task_variations() or InstructionVariations(domain)

@@ -1,1 +1,42 @@
-"""Environments: the domain-agnostic synthetic env, the vector env and the domain packs."""
+"""Environments: the domain-pack contract and registry, the synthetic env, the vector env, the packs.
+
+Importing this package registers the built-in packs (each registers itself in its own
+``__init__``) and their ``DreamGym/*`` Gymnasium ids.
+"""
+
+from dreamgym_env.envs import webshop  # noqa: F401  (registers itself)
+from dreamgym_env.envs.domain import (
+    ACTION_SLOT,
+    ActionError,
+    Domain,
+    DomainPrompt,
+    ObservationFeatures,
+    ParsedAction,
+    Policy,
+    ReferenceEnv,
+)
+from dreamgym_env.envs.registry import (
+    get_domain,
+    reference_id,
+    register_domain,
+    registered_domains,
+    synthetic_id,
+    unregister_domain,
+)
+
+__all__ = [
+    "ACTION_SLOT",
+    "ActionError",
+    "Domain",
+    "DomainPrompt",
+    "ObservationFeatures",
+    "ParsedAction",
+    "Policy",
+    "ReferenceEnv",
+    "get_domain",
+    "reference_id",
+    "register_domain",
+    "registered_domains",
+    "synthetic_id",
+    "unregister_domain",
+]

@@ -1,119 +1,214 @@
-"""The Domain interface that every domain pack (webshop, alfworld, webarena) implements.
+"""The contract of a domain pack: the :class:`Domain` interface and the :class:`ReferenceEnv` protocol.
 
-A domain is everything the domain-agnostic :class:`~dreamgym_env.envs.synthetic.DreamEnv` needs
-to know about one kind of environment: the action grammar, the experience-model prompt parts,
-the tasks with their initial states, and the reference env that is ground truth.
+A domain is everything generic code needs to know about one kind of environment: the action
+grammar, the experience-model prompt parts, the tasks with their initial states, the reference
+env that is ground truth, and the conventions that adapters need (how to fill an action's free
+slot, the LLM agent's prompt, the features an RL adapter may use, the episode horizon). Generic
+code (experience/, replay/, curriculum/, wrappers/, rl/, agents/, bench/, the demo and the CLI)
+asks the domain through these methods and never parses one domain's syntax.
+
+A pack is one folder (or one package of its own) that subclasses :class:`Domain` and registers
+an instance with :func:`~dreamgym_env.envs.registry.register_domain`, which also registers its
+Gymnasium ids. docs/domains.md walks through a whole pack.
 """
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from dreamgym_env.types import Task
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.types import ActionError, DomainPrompt, ParsedAction, Policy, Task
 
 if TYPE_CHECKING:
     import gymnasium as gym
 
     from dreamgym_env.curriculum.variations import TaskVariations
 
+__all__ = [
+    "ACTION_SLOT",
+    "GENERIC_STOPWORDS",
+    "ActionError",
+    "Domain",
+    "DomainPrompt",
+    "ObservationFeatures",
+    "ParsedAction",
+    "Policy",
+    "ReferenceEnv",
+    "RewardMode",
+    "Split",
+    "fill_with_instruction",
+]
+
 Split = Literal["train", "test"]
-Policy = Callable[[str, dict], str]
-"""A text policy: ``(observation, info) -> action``."""
+RewardMode = Literal["outcome", "score"]
+"""``"outcome"``: 1 when the task is won, else 0 (the paper's reward, every domain has it);
+``"score"``: the domain's shaped score in [0, 1] (``info["score"]``), where it has one."""
+
+ACTION_SLOT = re.compile(r"<[A-Za-z_][A-Za-z0-9_ ]*>")
+"""A free slot in an admissible action, such as ``<query>`` in ``search[<query>]``: the one
+convention every domain shares. :meth:`Domain.fill_slots` fills it."""
+
+GENERIC_STOPWORDS = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "in", "is", "it", "me", "my", "of", "on", "or", "that", "the", "this", "to", "with", "you"]
+)
+"""English words that tell no candidate action from another."""
+
+
+def fill_with_instruction(action: str, task: Task | None, observation: str = "") -> list[str]:
+    """Fill every free slot of ``action`` with the task's instruction; ``[]`` without a task."""
+    if task is None or not task.instruction:
+        return []
+    return [ACTION_SLOT.sub(lambda _: task.instruction, action)]
 
 
 @dataclass(frozen=True)
-class ParsedAction:
-    """A valid action: its verb (``search``, ``click``, ...), its argument and the normalised text."""
+class ObservationFeatures:
+    """What :class:`~dreamgym_env.wrappers.EmbedObservation` may read into a domain's text.
 
-    verb: str
-    argument: str
-    text: str
+    Attributes:
+        stopwords: words left out of the word-overlap features.
+        numeric_bounds: numbers in the instruction are upper bounds (a price limit); when
+            False the ``numbers_within`` feature is 1 for every candidate (nothing to check).
+    """
 
-
-@dataclass(frozen=True)
-class ActionError:
-    """Why an action text is not a valid action; shown to the agent as failure feedback."""
-
-    message: str
+    stopwords: frozenset[str] = field(default=GENERIC_STOPWORDS)
+    numeric_bounds: bool = False
 
 
-@dataclass(frozen=True)
-class DomainPrompt:
-    """The domain-specific parts of the experience-model system prompt."""
+@runtime_checkable
+class ReferenceEnv(Protocol):
+    """The ground-truth env of a domain, as generic code uses it (the oracle, fidelity, sim-to-real).
 
-    rules: str
-    state_format: str
-    reward_rubric: str
+    A Gymnasium ``Env[str, str]`` built by :meth:`Domain.make_reference_env` with the keyword
+    arguments ``split``, ``tasks``, ``reward`` (a :data:`RewardMode`) and ``max_steps``.
+    ``reset(options={"task": Task | id})`` starts a task; every ``info`` carries ``task``,
+    ``task_id``, ``source`` (``"real"``) and ``admissible_actions`` where the domain has them,
+    and after a step ``action_valid``, ``won`` and ``score``.
+
+    ``restorable`` says whether a state text alone determines the env's state (WebShop's pages
+    are Markov): then :meth:`restore` puts the env there. Otherwise :meth:`restore` raises
+    :class:`~dreamgym_env.errors.ConfigurationError` and callers replay an episode's actions
+    from the task's start instead.
+    """
+
+    restorable: ClassVar[bool]
+    domain: Domain
+
+    @property
+    def tasks(self) -> Sequence[Task]: ...
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]: ...
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
+
+    def restore(self, task: Task, state: str) -> None: ...
 
 
 class Domain(ABC):
-    """Everything the synthetic env needs to know about one domain.
+    """Everything generic code needs to know about one domain.
 
-    Subclasses set :attr:`name` and :attr:`max_episode_steps` and implement the abstract methods;
-    the other methods have defaults that fit domains without admissible-action lists.
+    Subclasses set :attr:`name`, :attr:`display_name` and :attr:`max_episode_steps` and implement
+    the abstract methods; the other methods have defaults that fit a domain without
+    admissible-action lists, reference env or expert.
     """
 
     name: str
+    """The registry key and ``Task.domain`` value, lower case (``"webshop"``)."""
+    display_name: str = ""
+    """The name in Gymnasium ids (``DreamGym/<display_name>-v0``); default: ``name`` capitalised."""
     max_episode_steps: int = 15
+    """The episode horizon: the registered ids' ``max_episode_steps``, and the RL adapters' horizon."""
     ends_only_on_terminal_actions: bool = False
     """When True, only :meth:`is_terminal_action` actions end an episode: a model's "done" on any
-    other action is ignored (WebShop ends at ``Buy Now`` and nowhere else)."""
+    other action is ignored (e.g. a shop that ends at its buy button and nowhere else)."""
+    reward_modes: tuple[RewardMode, ...] = ("outcome",)
+    """The ``reward`` values the reference env accepts."""
 
+    @property
+    def id_name(self) -> str:
+        """The name used in Gymnasium ids."""
+        return self.display_name or self.name.capitalize()
+
+    # -- grammar -------------------------------------------------------------------------------
     @abstractmethod
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         """Parse an agent's action text. Must never raise, whatever the text."""
 
+    def validate_action(self, action: ParsedAction, state: str) -> ActionError | None:
+        """Check a well-formed action against the state (e.g. a label that is not on the page)."""
+        return None
+
+    def admissible_actions(self, state: str) -> list[str] | None:
+        """The actions valid in ``state`` (free slots as ``<name>``), or ``None`` where the domain has no list."""
+        return None
+
+    def is_terminal_action(self, action: ParsedAction) -> bool:
+        """Whether taking ``action`` always ends the episode."""
+        return False
+
+    def invalid_action_feedback(self, state: str, error: ActionError) -> str:
+        """The observation after an invalid action: the same state with an error line."""
+        return f"{state}\nInvalid action: {error.message}"
+
+    def fill_slots(self, action: str, task: Task | None, observation: str = "") -> list[str]:
+        """Concrete actions for an admissible action with free slots (:data:`ACTION_SLOT`).
+
+        The default fills every slot with the task's instruction (a search for the whole
+        request); an empty list when there is no task to fill from.
+        """
+        return fill_with_instruction(action, task, observation)
+
+    # -- experience model ------------------------------------------------------------------------
     @property
     @abstractmethod
     def prompt(self) -> DomainPrompt:
         """The environment rules, state format and reward rubric for the experience model."""
 
+    # -- tasks -----------------------------------------------------------------------------------
     @abstractmethod
     def tasks(self, split: Split = "train") -> Sequence[Task]:
         """The domain's tasks of a split, each with its initial state."""
 
     def make_task(self, instruction: str) -> Task:
         """Build a task from a free instruction (no goal kept for scoring)."""
-        from dreamgym_env.errors import ConfigurationError
-
         raise ConfigurationError(f"domain {self.name!r} cannot build a task from a free instruction")
+
+    def task_variations(self) -> TaskVariations | None:
+        """How the curriculum's task generator builds and checks new tasks of this domain.
+
+        ``None`` (the default): a new task is a new instruction in the seed's initial state,
+        checked for shape only (:class:`~dreamgym_env.curriculum.variations.InstructionVariations`).
+        Domains whose world can tell a feasible task return their own.
+        """
+        return None
+
+    # -- ground truth ----------------------------------------------------------------------------
+    def make_reference_env(self, **kwargs: Any) -> gym.Env:
+        """Return the programmatic ground-truth env of this domain (a :class:`ReferenceEnv`)."""
+        raise ConfigurationError(f"domain {self.name!r} has no reference env")
 
     def expert_policy(self) -> Policy:
         """A fresh expert policy of this domain (for offline data and baselines)."""
-        from dreamgym_env.errors import ConfigurationError
-
         raise ConfigurationError(f"domain {self.name!r} has no expert policy")
 
-    def make_reference_env(self, **kwargs: object) -> gym.Env:
-        """Return the programmatic ground-truth env of this domain."""
-        raise NotImplementedError(f"domain {self.name!r} has no reference env yet")
+    # -- adapters --------------------------------------------------------------------------------
+    @property
+    def agent_prompt(self) -> str:
+        """The system prompt of an LLM agent acting in this domain (TRL rollouts, LLM baselines)."""
+        return (
+            "You are an agent acting in a text environment. Reply with exactly one action per turn.\n"
+            f"{self.prompt.rules.strip()}"
+        )
 
-    def task_variations(self) -> TaskVariations:
-        """How the curriculum's task generator builds and checks new tasks of this domain.
+    def observation_features(self) -> ObservationFeatures:
+        """What :class:`~dreamgym_env.wrappers.EmbedObservation` may use of this domain's text."""
+        return ObservationFeatures()
 
-        The default takes a new instruction in the seed's initial state and checks its shape
-        only; domains whose world can score a task return their own (see
-        :mod:`dreamgym_env.curriculum.variations`).
-        """
-        from dreamgym_env.curriculum.variations import InstructionVariations
-
-        return InstructionVariations(self)
-
-    def admissible_actions(self, state: str) -> list[str] | None:
-        """The actions valid in ``state``, or ``None`` where the domain has no such list."""
-        return None
-
-    def validate_action(self, action: ParsedAction, state: str) -> ActionError | None:
-        """Check a well-formed action against the state (e.g. a label that is not on the page)."""
-        return None
-
-    def is_terminal_action(self, action: ParsedAction) -> bool:
-        """Whether taking ``action`` always ends the episode (e.g. WebShop's ``Buy Now``)."""
-        return False
-
-    def invalid_action_feedback(self, state: str, error: ActionError) -> str:
-        """The observation after an invalid action: the same state with an error line."""
-        return f"{state}\nInvalid action: {error.message}"
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"

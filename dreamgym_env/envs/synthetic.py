@@ -9,7 +9,7 @@ from typing import Any
 import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.spaces import UnicodeText
@@ -17,8 +17,11 @@ from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Tra
 
 ContextProvider = Callable[[ExperienceRequest], Sequence[Demonstration]]
 """Returns demonstrations to add to a request before it reaches the model (replay grounding)."""
-StepListener = Callable[[Task, Step], None]
-"""Called with every finished step (valid or not), e.g. to write it to a replay buffer."""
+StepListener = Callable[[Task, Step, int], None]
+"""Called with every finished step (valid or not) and its index in the episode, e.g. to write
+it to a replay buffer."""
+RemoveHook = Callable[[], None]
+"""Removes the hook it was returned for; a second call does nothing."""
 
 DEFAULT_HISTORY_LEN = 4
 
@@ -45,12 +48,11 @@ class DreamEnv(gym.Env[str, str]):
     next state, the reward and whether the episode ended.
 
     ## Observation Space
-    ``UnicodeText``: the current state as abstract text in the domain's state format (for
-    WebShop a page with its clickable labels in brackets).
+    ``UnicodeText``: the current state as abstract text in the domain's state format.
 
     ## Action Space
-    ``UnicodeText``: any string. Valid strings follow the domain grammar (WebShop:
-    ``search[query]``, ``click[label]``). Any other string is an invalid action; it never raises.
+    ``UnicodeText``: any string. Valid strings follow the domain's grammar
+    (``Domain.parse_action``). Any other string is an invalid action; it never raises.
 
     ## Rewards
     Outcome reward, as in the DreamGym paper: 1 at the step where the model judges the task
@@ -62,7 +64,7 @@ class DreamEnv(gym.Env[str, str]):
     id, or a free instruction; without one it draws a task of ``split`` with the env's seeded RNG.
 
     ## Episode End
-    Terminated when the action is one the domain declares terminal (WebShop ``click[Buy Now]``)
+    Terminated when the action is one the domain declares terminal (``Domain.is_terminal_action``)
     or, in domains that let the model decide (``Domain.ends_only_on_terminal_actions`` False),
     when the model says the episode is done. Truncated after ``max_steps`` steps when
     set (``gym.make`` applies ``max_episode_steps`` through ``TimeLimit`` instead).
@@ -75,7 +77,7 @@ class DreamEnv(gym.Env[str, str]):
     ## Arguments
     | argument | default | meaning |
     |---|---|---|
-    | ``domain`` | ``"webshop"`` | domain pack name or a ``Domain`` |
+    | ``domain`` | (required) | a registered domain's name, or any ``Domain`` (registered or not) |
     | ``experience_model`` | from config | the model backend (see ``dreamgym_env.experience``) |
     | ``max_steps`` | ``None`` | truncate after this many steps (``None``: no limit of its own) |
     | ``history_len`` | ``4`` | how many past steps the model sees |
@@ -91,7 +93,7 @@ class DreamEnv(gym.Env[str, str]):
 
     def __init__(
         self,
-        domain: str | Domain = "webshop",
+        domain: str | Domain,
         experience_model: ExperienceModel | None = None,
         *,
         max_steps: int | None = None,
@@ -101,7 +103,7 @@ class DreamEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         max_text_length: int = 16_384,
     ) -> None:
-        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.domain = get_domain(domain)
         # A model the env chose itself is the env's to close; a passed one may be shared.
         self._owns_model = experience_model is None
         if experience_model is None:
@@ -130,13 +132,18 @@ class DreamEnv(gym.Env[str, str]):
         self._done = True
 
     # -- hooks -------------------------------------------------------------------------------
-    def add_context_provider(self, provider: ContextProvider) -> None:
-        """Add demonstrations to every request (used by wrappers, no subclassing needed)."""
-        self.context_providers.append(provider)
+    def add_context_provider(self, provider: ContextProvider) -> RemoveHook:
+        """Add demonstrations to every request (used by wrappers, no subclassing needed).
 
-    def add_step_listener(self, listener: StepListener) -> None:
-        """Be called with every finished step (used by wrappers that record transitions)."""
+        Returns the function that removes the provider again (a wrapper calls it on close).
+        """
+        self.context_providers.append(provider)
+        return lambda: _remove(self.context_providers, provider)
+
+    def add_step_listener(self, listener: StepListener) -> RemoveHook:
+        """Be called with every finished step; returns the function that removes the listener."""
         self.step_listeners.append(listener)
+        return lambda: _remove(self.step_listeners, listener)
 
     # -- tasks -------------------------------------------------------------------------------
     @property
@@ -206,6 +213,7 @@ class DreamEnv(gym.Env[str, str]):
             # The page itself is unchanged: the next action is judged against the real state.
             return self._record(step, info, observation=feedback, keep_state=True)
         request = ExperienceRequest(
+            prompt=self.domain.prompt,
             task=self.task,
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,
@@ -244,7 +252,7 @@ class DreamEnv(gym.Env[str, str]):
         if not keep_state:
             self.state = step.next_state
         for listener in self.step_listeners:
-            listener(self.task, step)
+            listener(self.task, step, len(self.steps) - 1)
         truncated = self.max_steps is not None and len(self.steps) >= self.max_steps and not step.done
         self._done = step.done or truncated
         info.update(
@@ -278,3 +286,11 @@ class DreamEnv(gym.Env[str, str]):
         """Close the env, and the experience model if the env chose it (a passed one may be shared)."""
         if self._owns_model:
             self.experience_model.close()
+
+
+def _remove(hooks: list[Any], hook: Any) -> None:
+    """Remove ``hook`` (by identity) from ``hooks`` if it is still there."""
+    for i, known in enumerate(hooks):
+        if known is hook:
+            del hooks[i]
+            return

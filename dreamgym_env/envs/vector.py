@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dreamgym_env.envs.domain import Domain
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep, StepResult
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.base import ExperienceModel
@@ -44,7 +44,7 @@ class DreamVectorEnv(VectorEnv):
     def __init__(
         self,
         num_envs: int,
-        domain: str | Domain = "webshop",
+        domain: str | Domain,
         experience_model: ExperienceModel | None = None,
         *,
         max_steps: int | None = None,
@@ -55,7 +55,7 @@ class DreamVectorEnv(VectorEnv):
     ) -> None:
         if num_envs < 1:
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
-        domain = get_domain(domain) if isinstance(domain, str) else domain
+        domain = get_domain(domain)
         self._owns_model = experience_model is None
         if experience_model is None:
             from dreamgym_env.experience.selection import default_experience_model

@@ -19,6 +19,21 @@ REASK_OUTPUT_CHARS = 1000
 Messages = list[dict[str, str]]
 
 
+@dataclass(frozen=True)
+class ChatReply:
+    """One answer of an endpoint.
+
+    ``text`` is ``None`` when the answer had no choice; ``finish_reason`` ``"length"`` means it
+    was cut at the token limit; ``calls`` counts the calls it took, retries included.
+    """
+
+    text: str | None
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 1
+
+
 def reask_messages(messages_sent: Messages, output: str, problem: str) -> Messages:
     """The conversation of a re-ask: the original prompt, the bad answer, a correction.
 

@@ -1,9 +1,15 @@
 """A persistent transition cache that works in front of any experience-model backend.
 
-A transition is stored under a key made of the request content (task, history, state, action,
-demonstrations), the model id and the prompt version, so that a new model or a changed prompt
-misses. Only deterministic answers are cached: when the backend samples (temperature > 0) the
-cache steps aside, since one stored sample would stand for every future answer.
+Opt-in: a cost saver for demos, fidelity runs and tests, not the default for training (an env
+that RL samples from must not replay yesterday's answers). Turn it on with ``cache=True`` or
+``DREAMGYM_CACHE=1``, or wrap a backend yourself.
+
+A transition is stored under a key made of everything that shapes the answer: the request
+(the domain's prompt, task, history, state, action, demonstrations), the model id, the prompt
+version and the sampling settings (temperature, max tokens), so that a changed domain rule, a
+new model or a changed prompt misses. Only deterministic answers are cached: when the backend
+samples (temperature > 0) the cache steps aside, since one stored sample would stand for every
+future answer.
 
 Example::
 
@@ -35,8 +41,8 @@ T = TypeVar("T")
 
 CACHE_FILE: Final = "transitions.sqlite"
 CACHE_VARIABLE: Final = "DREAMGYM_CACHE"
-"""Set to ``0`` / ``off`` / ``false`` to turn the cache off where the package sets it up itself."""
-_OFF_VALUES: Final = {"0", "off", "false", "no"}
+"""Set to ``1`` / ``on`` / ``true`` to turn the cache on where the package builds the model itself."""
+_ON_VALUES: Final = {"1", "on", "true", "yes"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS transitions (
@@ -50,9 +56,9 @@ CREATE TABLE IF NOT EXISTS transitions (
 
 
 def cache_enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``DREAMGYM_CACHE`` leaves the cache on (it is on unless set to 0/off/false/no)."""
+    """Whether ``DREAMGYM_CACHE`` turns the cache on (set to 1/on/true/yes; off otherwise)."""
     env = os.environ if environ is None else environ
-    return env.get(CACHE_VARIABLE, "").strip().lower() not in _OFF_VALUES
+    return env.get(CACHE_VARIABLE, "").strip().lower() in _ON_VALUES
 
 
 def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -60,12 +66,23 @@ def default_cache_path(environ: Mapping[str, str] | None = None) -> Path:
     return cache_dir(environ) / CACHE_FILE
 
 
-def request_key(request: ExperienceRequest, *, model_id: str, prompt_version: str) -> str:
-    """The cache key: a sha256 of the canonical JSON of the request, the model id and prompt version."""
+def request_key(
+    request: ExperienceRequest,
+    *,
+    model_id: str,
+    prompt_version: str,
+    sampling: Mapping[str, Any] | None = None,
+) -> str:
+    """The cache key: a sha256 of everything that shapes the answer.
+
+    That is the canonical JSON of the request (its domain prompt included), the model id, the
+    prompt version and the sampling settings.
+    """
     payload = {
         "request": request.model_dump(mode="json"),
         "model": model_id,
         "prompt_version": prompt_version,
+        "sampling": dict(sampling or {}),
     }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -123,12 +140,28 @@ class TransitionCache:
             self._db.close()
 
 
+def _setting(model: ExperienceModel, name: str) -> Any:
+    """A backend setting: on the model itself, else on its ``config`` (endpoint) or ``settings`` (local)."""
+    for holder in (model, getattr(model, "config", None), getattr(model, "settings", None)):
+        value = getattr(holder, name, None)
+        if value is not None:
+            return value
+    return None
+
+
 def sampling_temperature(model: ExperienceModel) -> float:
     """The backend's sampling temperature where it exposes one (``temperature`` or ``config``), else 0."""
-    value = getattr(model, "temperature", None)
-    if value is None:
-        value = getattr(getattr(model, "config", None), "temperature", None)
+    value = _setting(model, "temperature")
     return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def sampling_settings(model: ExperienceModel) -> dict[str, Any]:
+    """The settings of a backend that shape its answers (temperature, max tokens), for the cache key."""
+    max_tokens = _setting(model, "max_tokens")
+    return {
+        "temperature": sampling_temperature(model),
+        "max_tokens": int(max_tokens) if isinstance(max_tokens, int) else None,
+    }
 
 
 class CachedExperienceModel(ExperienceModel):
@@ -198,7 +231,11 @@ class CachedExperienceModel(ExperienceModel):
             return await self.inner.predict(requests)
         assert self._store is not None
         started = time.perf_counter()
-        keys = [request_key(r, model_id=self.model_id, prompt_version=self.prompt_version) for r in requests]
+        sampling = sampling_settings(self.inner)
+        keys = [
+            request_key(r, model_id=self.model_id, prompt_version=self.prompt_version, sampling=sampling)
+            for r in requests
+        ]
         answers: dict[str, Transition] = {}
         missing: dict[str, ExperienceRequest] = {}
         for key, request in zip(keys, requests, strict=True):

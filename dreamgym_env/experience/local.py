@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from dreamgym_env.envs.domains import get_domain
 from dreamgym_env.errors import (
     ConfigurationError,
     DataError,
@@ -287,7 +286,7 @@ class LocalExperienceModel(ExperienceModel):
         return [await self._predict_one(request) for request in requests]
 
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
-        base = messages(get_domain(request.task.domain).prompt, request)
+        base = messages(request.prompt, request)
         context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
         judge = AnswerJudge(
             base,

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dreamgym_env.envs.domain import DomainPrompt
-from dreamgym_env.types import ExperienceRequest
+from dreamgym_env.types import DomainPrompt, ExperienceRequest
 
 DEMO_STATE_CHARS = 600
 """Demonstration states are cut to this many characters to bound the prompt (about 150 tokens).

@@ -13,8 +13,9 @@ The order (the first that applies wins):
    (the xllamacpp runtime and the default preset's model packages) is installed;
 5. otherwise a :class:`~dreamgym_env.errors.ConfigurationError` that names both ways.
 
-The chosen backend is logged once, and wrapped in the persistent transition cache unless
-``cache=False`` or ``DREAMGYM_CACHE=0`` (see :mod:`dreamgym_env.experience.cache`).
+The chosen backend is logged once. It is wrapped in the persistent transition cache only when
+asked (``cache=True`` or ``DREAMGYM_CACHE=1``, see :mod:`dreamgym_env.experience.cache`): an
+env that RL samples from gets fresh answers.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def default_experience_model(
 
     Arguments:
         backend: force ``"endpoint"`` or ``"local"``.
-        cache: wrap the backend in the transition cache (default: on unless ``DREAMGYM_CACHE=0``).
+        cache: wrap the backend in the transition cache (default: off unless ``DREAMGYM_CACHE=1``).
         settings: passed to the chosen backend's constructor.
     """
     env = os.environ

@@ -29,7 +29,7 @@ import numpy as np
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.replay.embedders import Embedder, KeyPair, make_embedder
 from dreamgym_env.replay.index import APPROXIMATE_ABOVE, DEFAULT_NPROBE, PartitionedIndex
-from dreamgym_env.replay.offline import iter_trajectories
+from dreamgym_env.replay.jsonl import iter_trajectories
 from dreamgym_env.replay.records import (
     EVICTION_ORDER,
     GROUNDING_SOURCES,

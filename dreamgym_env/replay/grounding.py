@@ -1,7 +1,7 @@
 """Replay grounding: retrieved demonstrations for experience requests, transitions written back.
 
 :class:`ReplayGrounder` holds the logic that the :class:`~dreamgym_env.wrappers.ReplayGrounding`
-wrappers plug into synthetic envs: a context provider (the k transitions of the buffer most
+wrappers plug into synthetic envs through their hooks: a context provider (the k transitions of the buffer most
 similar to the request's ``(state, action)``, compacted to bound the prompt) and a step listener
 (each finished step written back, tagged with its source).
 """
@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Collection, Sequence
 
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
 from dreamgym_env.types import Demonstration, ExperienceRequest, Source, Step, Task
-
-if TYPE_CHECKING:
-    from dreamgym_env.envs.synthetic import DreamEnv, StepListener
 
 DEFAULT_K = 4
 DEMO_STATE_CHARS = 160
@@ -100,7 +96,7 @@ def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_c
 
 
 class ReplayGrounder:
-    """Retrieval for experience requests and write-back of finished steps, for any DreamEnv.
+    """Retrieval for experience requests and write-back of finished steps, for any synthetic env.
 
     Args:
         buffer: the replay buffer to search and to write to.
@@ -145,7 +141,7 @@ class ReplayGrounder:
 
     # -- retrieval ----------------------------------------------------------------------------
     def demonstrations(self, request: ExperienceRequest) -> list[Demonstration]:
-        """The k demonstrations for a request (a context provider of :class:`DreamEnv`)."""
+        """The k demonstrations for a request (a context provider of a synthetic env)."""
         if self.k == 0:
             return []
         key = (request.task.domain, request.state, request.action)
@@ -189,21 +185,16 @@ class ReplayGrounder:
         if step.done:
             self.buffer.commit()
 
-    def listener_for(self, env: DreamEnv) -> StepListener:
-        """A step listener for ``env``: its steps are written back as synthetic, one episode id each."""
+    def record_synthetic(self) -> Callable[[Task, Step, int], None]:
+        """A step listener for one synthetic env: its steps written back as ``synthetic``.
+
+        The listener gets each step with its index in the episode; index 0 starts a new episode id.
+        """
         episode = {"id": uuid.uuid4().hex}
 
-        def listener(task: Task, step: Step) -> None:
-            step_index = len(env.steps) - 1  # the env appends the step before calling listeners
+        def listener(task: Task, step: Step, step_index: int) -> None:
             if step_index <= 0:
                 episode["id"] = uuid.uuid4().hex
-            self.record(
-                task, step, source="synthetic", episode_id=episode["id"], step_index=max(step_index, 0)
-            )
+            self.record(task, step, source="synthetic", episode_id=episode["id"], step_index=max(step_index, 0))
 
         return listener
-
-    def attach(self, env: DreamEnv) -> None:
-        """Plug into a DreamEnv: demonstrations into its requests, its steps into the buffer."""
-        env.add_context_provider(self.demonstrations)
-        env.add_step_listener(self.listener_for(env))

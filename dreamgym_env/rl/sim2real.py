@@ -23,7 +23,8 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import Task
@@ -59,19 +60,20 @@ class Sim2RealConfig:
     ``model``: ``"oracle"`` (the reference env behind the experience-model interface, corrupted
     at each of ``error_rates``), or an LLM backend: ``"endpoint"`` (configured by
     ``DREAMGYM_BASE_URL`` ...), ``"local"`` (the embedded model) or ``"auto"`` (the default
-    choice); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on WebShop's
-    purchase score (its native shaped reward) where the real env and the oracle have it,
-    ``"outcome"`` on 1 for a completed task; success is always "task completed".
+    choice); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on the
+    domain's shaped score (where its reference env has one, ``Domain.reward_modes``),
+    ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one;
+    success is always "task completed".
     """
 
-    domain: str = "webshop"
+    domain: str
     algo: str = "ppo"
     real_steps: int = DEFAULT_REAL_STEPS
     synthetic_steps: int | None = None
     s2r_real_steps: int | None = None
     model: str = "oracle"
     error_rates: tuple[float, ...] = (0.0,)
-    reward: RewardKind = "score"
+    reward: RewardKind | None = None
     eval_tasks: int = DEFAULT_EVAL_TASKS
     seed: int = 0
     workers: int = 2
@@ -83,8 +85,13 @@ class Sim2RealConfig:
             raise UnknownNameError("algorithm", self.algo, ALGOS)
         if self.model not in MODEL_KINDS:
             raise UnknownNameError("experience model kind", self.model, MODEL_KINDS)
-        if self.reward not in ("score", "outcome"):
-            raise ConfigurationError(f"reward must be 'score' or 'outcome', got {self.reward!r}")
+        modes = get_domain(self.domain).reward_modes
+        if self.reward is None:
+            object.__setattr__(self, "reward", "score" if "score" in modes else "outcome")
+        if self.reward not in modes:
+            raise ConfigurationError(
+                f"reward must be one of domain {self.domain!r}'s reward modes {modes}, got {self.reward!r}"
+            )
         if self.real_steps < 1 or self.eval_tasks < 1 or self.workers < 1:
             raise ConfigurationError("real_steps, eval_tasks and workers must be >= 1")
         if not self.error_rates or any(not 0.0 <= e <= 1.0 for e in self.error_rates):
@@ -155,18 +162,15 @@ class Sim2RealReport:
 # -- envs --------------------------------------------------------------------------------------
 def _reference_env(config: Sim2RealConfig, split: str) -> gym.Env:
     domain = get_domain(config.domain)
-    kwargs: dict[str, Any] = {"split": split, "max_steps": domain.max_episode_steps}
-    if config.reward == "score":
-        kwargs["reward"] = "score"
-    return domain.make_reference_env(**kwargs)
+    return domain.make_reference_env(split=split, max_steps=domain.max_episode_steps, reward=config.reward)
 
 
 def make_experience_model(
-    kind: str = "oracle",
-    domain: str = "webshop",
+    kind: str,
+    domain: str | Domain,
     *,
     error_rate: float = 0.0,
-    reward: RewardKind = "score",
+    reward: RewardKind = "outcome",
     seed: int = 0,
 ) -> ExperienceModel:
     """The experience model of a run: the oracle at ``error_rate`` (with ``reward``), or an LLM backend.
@@ -174,10 +178,9 @@ def make_experience_model(
     ``kind``: ``"oracle"``, ``"endpoint"``, ``"local"`` or ``"auto"`` (see :class:`Sim2RealConfig`).
     """
     if kind == "oracle":
-        from dreamgym_env.experience.oracle import OracleExperienceModel
+        from dreamgym_env.envs.oracle import OracleExperienceModel
 
-        env_kwargs = {"reward": "score"} if reward == "score" else {}
-        return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs=env_kwargs)
+        return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs={"reward": reward})
     if kind not in MODEL_KINDS:
         raise UnknownNameError("experience model kind", kind, MODEL_KINDS)
     from dreamgym_env.experience.selection import default_experience_model
@@ -187,7 +190,7 @@ def make_experience_model(
 
 def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
     return make_experience_model(
-        config.model, config.domain, error_rate=error_rate, reward=config.reward, seed=config.seed
+        config.model, config.domain, error_rate=error_rate, reward=config.reward or "outcome", seed=config.seed
     )
 
 
@@ -346,7 +349,7 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
 
 
 def _model_stats(model: ExperienceModel) -> dict[str, int]:
-    from dreamgym_env.experience.oracle import OracleExperienceModel
+    from dreamgym_env.envs.oracle import OracleExperienceModel
 
     return dict(model.stats) if isinstance(model, OracleExperienceModel) else {}
 

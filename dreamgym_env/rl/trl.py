@@ -18,15 +18,15 @@ from typing import Any
 
 import gymnasium as gym
 
+from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.rl.groups import step_envs
 from dreamgym_env.types import Task
-from dreamgym_env.wrappers.choice_actions import PLACEHOLDER
 
 DEFAULT_MAX_TURNS = 8
 DEFAULT_MAX_ACTION_TOKENS = 24
 DEFAULT_MAX_OBSERVATION_TOKENS = 256
-SYSTEM_PROMPT = "You are a shopping agent. Reply with one action per turn: search[query] or click[label]."
 
 PromptFormatter = Callable[[Task], str]
 ObservationFormatter = Callable[[str, dict[str, Any]], str]
@@ -34,9 +34,13 @@ ActionParser = Callable[[str, dict[str, Any]], str]
 """Reads the action from the model's text, given the info of the step it acts in."""
 
 
-def default_prompt(task: Task) -> str:
-    """The prompt of a task: the system line, the first observation, then ``Action:``."""
-    return f"{SYSTEM_PROMPT}\n{task.initial_state}\nAction:"
+def domain_prompt(domain: Domain) -> PromptFormatter:
+    """The default prompt of a domain's tasks: its agent prompt, the first observation, then ``Action:``."""
+
+    def format_prompt(task: Task) -> str:
+        return f"{domain.agent_prompt}\n{task.initial_state}\nAction:"
+
+    return format_prompt
 
 
 def default_observation(observation: str, info: dict[str, Any]) -> str:
@@ -64,7 +68,7 @@ def nearest_admissible(text: str, info: dict[str, Any]) -> str:
 
     choice = process.extractOne(line, list(admissible), scorer=fuzz.ratio)
     action = str(choice[0]) if choice else str(admissible[0])
-    return PLACEHOLDER.sub(lambda _: line.replace("[", " ").replace("]", " ").strip() or "item", action)
+    return ACTION_SLOT.sub(lambda _: line.replace("[", " ").replace("]", " ").strip() or "item", action)
 
 
 def _prompt_text(prompt: Any) -> str:
@@ -89,7 +93,9 @@ class EnvRollout:
         max_turns: actions per episode at most.
         max_action_tokens: tokens the model may write per action.
         max_observation_tokens: env tokens kept per observation (the end is cut).
-        format_prompt / format_observation: how tasks and observations are written for the model.
+        format_prompt / format_observation: how tasks and observations are written for the model
+            (default prompt: :func:`domain_prompt` of ``domain``).
+        domain: the tasks' domain (a name or a ``Domain``; default: the first task's, registered).
         parse_action: reads the action from the model's text and the step's info
             (:func:`first_line`, or :func:`nearest_admissible` to snap to a valid action).
 
@@ -109,9 +115,10 @@ class EnvRollout:
         max_turns: int = DEFAULT_MAX_TURNS,
         max_action_tokens: int = DEFAULT_MAX_ACTION_TOKENS,
         max_observation_tokens: int = DEFAULT_MAX_OBSERVATION_TOKENS,
-        format_prompt: PromptFormatter = default_prompt,
+        format_prompt: PromptFormatter | None = None,
         format_observation: ObservationFormatter = default_observation,
         parse_action: ActionParser = first_line,
+        domain: Domain | str | None = None,
     ) -> None:
         if max_turns < 1 or max_action_tokens < 1 or max_observation_tokens < 0:
             raise ConfigurationError(
@@ -119,6 +126,8 @@ class EnvRollout:
             )
         if not tasks:
             raise ConfigurationError("EnvRollout needs at least one task")
+        if format_prompt is None:
+            format_prompt = domain_prompt(get_domain(domain if domain is not None else tasks[0].domain))
         if isinstance(make_env, str):
             env_id, kwargs = make_env, dict(env_kwargs or {})
             self.make_env: Callable[[], gym.Env] = lambda: gym.make(env_id, **kwargs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any, SupportsFloat
 
@@ -10,38 +9,41 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from dreamgym_env.envs.domain import ACTION_SLOT, Domain, fill_with_instruction
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.types import Task
 
 DEFAULT_MAX_ACTIONS = 32
-PLACEHOLDER = re.compile(r"<[A-Za-z_ ]+>")
-"""A slot in an admissible action that the agent fills in, e.g. WebShop's ``search[<query>]``."""
 INVALID_CHOICE = ""
 """What an index past the candidates sends to the env: an invalid action (failure feedback)."""
 Fill = Callable[[str, dict[str, Any]], Sequence[str]]
 """Turns an admissible action with a placeholder into concrete actions, given the step's info."""
 
 
-def instruction_of(info: dict[str, Any], observation: str = "") -> str:
-    """The task instruction from ``info["task"]``, else the observation's ``Instruction:`` line."""
+def instruction_of(info: dict[str, Any]) -> str:
+    """The task instruction from ``info["task"]`` ("" without a task)."""
     task = info.get("task")
-    if isinstance(task, Task):
-        return task.instruction
-    for line in observation.split("\n"):
-        if line.startswith("Instruction:"):
-            return line[len("Instruction:") :].strip()
-    return ""
+    return task.instruction if isinstance(task, Task) else ""
 
 
-def fill_with_instruction(action: str, info: dict[str, Any]) -> list[str]:
-    """Fill every placeholder with the task instruction (``search[<query>]`` searches for it)."""
-    instruction = instruction_of(info)
-    return [PLACEHOLDER.sub(lambda _: instruction, action)] if instruction else []
+def domain_of(env: gym.Env) -> Domain | None:
+    """The domain of a DreamGym env (synthetic or reference, wrapped or not), else ``None``."""
+    domain = getattr(env.unwrapped, "domain", None)
+    return domain if isinstance(domain, Domain) else None
 
 
-def candidate_actions(
-    info: dict[str, Any], max_actions: int, fill: Fill = fill_with_instruction
-) -> list[str]:
+def slot_filler(domain: Domain | None) -> Fill:
+    """Fill free slots the domain's way (:meth:`Domain.fill_slots`); without a domain, with the instruction."""
+    fill_slots = domain.fill_slots if domain is not None else fill_with_instruction
+
+    def fill(action: str, info: dict[str, Any]) -> list[str]:
+        task = info.get("task")
+        return fill_slots(action, task if isinstance(task, Task) else None)
+
+    return fill
+
+
+def candidate_actions(info: dict[str, Any], max_actions: int, fill: Fill) -> list[str]:
     """The concrete candidate actions of a step: admissible actions, placeholders filled, at most K."""
     admissible = info.get("admissible_actions")
     if admissible is None:
@@ -50,7 +52,7 @@ def candidate_actions(
         )
     out: list[str] = []
     for action in admissible:
-        for concrete in fill(action, info) if PLACEHOLDER.search(action) else (action,):
+        for concrete in fill(action, info) if ACTION_SLOT.search(action) else (action,):
             if concrete not in out:
                 out.append(concrete)
     return out[:max_actions]
@@ -65,8 +67,8 @@ class ChoiceActions(gym.Wrapper):
     :class:`~dreamgym_env.errors.SpaceMismatchError`. Observations pass through unchanged.
 
     Index ``i`` takes the ``i``-th candidate of the current step: the admissible actions in
-    their order, each placeholder (``search[<query>]``) filled by ``fill`` (default: the task
-    instruction), duplicates dropped, at most ``max_actions`` kept. An index past the candidates
+    their order, each free slot (``<query>``) filled by ``fill`` (default: the env's domain's
+    :meth:`~dreamgym_env.envs.domain.Domain.fill_slots`), duplicates dropped, at most ``max_actions`` kept. An index past the candidates
     sends :data:`INVALID_CHOICE`, which the env answers as an invalid action (failure feedback,
     reward 0). :meth:`action_masks` marks the real candidates, as sb3-contrib's MaskablePPO
     expects; ``info["action_candidates"]`` lists them and ``info["action_text"]`` names the
@@ -80,7 +82,7 @@ class ChoiceActions(gym.Wrapper):
     """
 
     def __init__(
-        self, env: gym.Env, max_actions: int = DEFAULT_MAX_ACTIONS, fill: Fill = fill_with_instruction
+        self, env: gym.Env, max_actions: int = DEFAULT_MAX_ACTIONS, fill: Fill | None = None
     ) -> None:
         if not isinstance(env.action_space, spaces.Text):
             raise SpaceMismatchError(
@@ -90,7 +92,7 @@ class ChoiceActions(gym.Wrapper):
             raise ConfigurationError(f"max_actions must be >= 1, got {max_actions}")
         super().__init__(env)
         self.max_actions = max_actions
-        self.fill = fill
+        self.fill = fill if fill is not None else slot_filler(domain_of(env))
         self.action_space = spaces.Discrete(max_actions)
         self.candidates: list[str] = []
 

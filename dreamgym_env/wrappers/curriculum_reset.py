@@ -121,8 +121,8 @@ class CurriculumReset(_DriverAccess, gym.Wrapper[Any, Any, Any, Any]):
     """Resets into the tasks a :class:`~dreamgym_env.curriculum.Curriculum` chooses, by reward variance.
 
     Accepts any env whose ``reset`` takes ``options={"task": Task}`` (DreamEnv, the reference
-    envs), wrapped or not; spaces are unchanged. Given a vector env (``DreamVectorEnv``), the
-    constructor returns a :class:`CurriculumResetVector` instead, which takes ``group_size``.
+    envs), wrapped or not; spaces are unchanged. Vector envs (``DreamVectorEnv``) take
+    :class:`CurriculumResetVector`, which also takes ``group_size``.
 
     * ``reset()`` without a task in ``options`` resets into ``curriculum.choose(1)``: a task of
       high reward variance, an unexplored one, or (at most the share ``lam``) a generated one.
@@ -145,11 +145,6 @@ class CurriculumReset(_DriverAccess, gym.Wrapper[Any, Any, Any, Any]):
         >>> obs, info = env.reset()  # info["task"] is the curriculum's choice  # doctest: +SKIP
     """
 
-    def __new__(cls, env: Any, *args: Any, **kwargs: Any) -> Any:
-        if cls is CurriculumReset and isinstance(env, VectorEnv):
-            return CurriculumResetVector(env, *args, **kwargs)
-        return super().__new__(cls)
-
     def __init__(
         self,
         env: gym.Env,
@@ -160,10 +155,10 @@ class CurriculumReset(_DriverAccess, gym.Wrapper[Any, Any, Any, Any]):
         generate_n: int = DEFAULT_GENERATE_N,
         num_seeds: int = DEFAULT_NUM_SEEDS,
     ) -> None:
+        if isinstance(env, VectorEnv):
+            raise ConfigurationError("CurriculumReset wraps a single env; use CurriculumResetVector for vector envs")
         if not isinstance(env, gym.Env):
-            raise ConfigurationError(
-                f"CurriculumReset wraps a gymnasium Env or VectorEnv, got {type(env).__name__}"
-            )
+            raise ConfigurationError(f"CurriculumReset wraps a gymnasium Env, got {type(env).__name__}")
         super().__init__(env)
         self._driver = _Driver(curriculum, lam, generate_every, generate_n, num_seeds)
         self._task_id: str | None = None

@@ -11,9 +11,16 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from dreamgym_env.envs.domain import ObservationFeatures
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.embedders import Embedder, make_embedder
-from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS, candidate_actions, instruction_of
+from dreamgym_env.wrappers.choice_actions import (
+    DEFAULT_MAX_ACTIONS,
+    candidate_actions,
+    domain_of,
+    instruction_of,
+    slot_filler,
+)
 
 CANDIDATE_FEATURES = (
     "present",
@@ -32,55 +39,19 @@ CANDIDATE_FEATURES = (
 """The per-candidate features, in column order (see :class:`EmbedObservation`)."""
 PROGRESS_FEATURES = ("elapsed", "candidates", "last_action_valid", "steps_since_progress")
 """The episode-level features, in order."""
-DEFAULT_HORIZON = 15
 DEFAULT_CACHE_SIZE = 20_000
 """Embedded texts kept (an LRU cache): result rows and option lines recur across episodes."""
 _WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])\d+(?:\.\d+)?(?![A-Za-z0-9])")
 _BRACKETED = re.compile(r"\[([^\[\]\n]+)\]")
 _LABELLED = re.compile(r"^\s*[a-z_]+\s*\[(.+)\]\s*$", re.IGNORECASE | re.DOTALL)
-STOPWORDS = frozenset(
-    {
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "for",
-        "from",
-        "i",
-        "im",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "some",
-        "that",
-        "the",
-        "this",
-        "to",
-        "want",
-        "with",
-        "you",
-        "need",
-        "looking",
-        "find",
-    }
-)
-"""Words that say nothing about which candidate fits (left out of the overlap features)."""
+
 
 
 @lru_cache(maxsize=65_536)
-def words(text: str) -> frozenset[str]:
-    """Lower-case word tokens of ``text``, without :data:`STOPWORDS`."""
-    return frozenset(w for w in _WORD.findall(text.lower().replace("'", "")) if w not in STOPWORDS)
+def words(text: str, stopwords: frozenset[str] = frozenset()) -> frozenset[str]:
+    """Lower-case word tokens of ``text``, without ``stopwords``."""
+    return frozenset(w for w in _WORD.findall(text.lower().replace("'", "")) if w not in stopwords)
 
 
 @lru_cache(maxsize=65_536)
@@ -89,7 +60,7 @@ def _numbers(text: str) -> tuple[float, ...]:
 
 
 def label_of(action: str) -> str:
-    """The argument of a ``verb[argument]`` action (``click[Buy Now]`` -> ``Buy Now``), else the action."""
+    """The argument of a ``verb[argument]`` action (``open[red door]`` -> ``red door``), else the action."""
     match = _LABELLED.match(action)
     return match.group(1).strip() if match else action
 
@@ -131,8 +102,8 @@ class EmbedObservation(gym.Wrapper):
       real candidates); cosine similarity of the context to the instruction; the share of the
       label's words found in the instruction and their count (/4); the share of the context's
       words found in the instruction and of the instruction's words found in the context; no
-      number in the context above the instruction's largest (bounds such as "lower than 40
-      dollars"); how often the action was already taken this episode (/3); whether it was the
+      number in the context above the instruction's largest (for domains whose instructions set
+      numeric bounds, such as a price limit; else 1); how often the action was already taken this episode (/3); whether it was the
       last action; whether an action shown on the same line was taken this episode (an option
       group already chosen); whether the label matches the most instruction words on its line
       ("rose gold" over "gold"); the position (/K);
@@ -140,7 +111,10 @@ class EmbedObservation(gym.Wrapper):
       candidates shown (/K), whether the last action was valid, steps since the page last
       changed (/``horizon``).
 
-    Words are compared lower-cased, without :data:`STOPWORDS`. Everything is computed from the
+    Words are compared lower-cased, without the domain's stop words. The domain (of a DreamGym
+    env, wrapped or not) also sets the horizon (its ``max_episode_steps``) and whether numbers
+    are bounds (:meth:`~dreamgym_env.envs.domain.Domain.observation_features`); other envs take
+    ``horizon`` or their spec's step limit and generic features. Everything is computed from the
     text the agent sees (instruction, page, candidate actions), never from the task's hidden goal.
 
     Example:
@@ -156,16 +130,23 @@ class EmbedObservation(gym.Wrapper):
         embedder: Embedder | str | None = "hashed",
         *,
         max_actions: int | None = None,
-        horizon: int = DEFAULT_HORIZON,
+        horizon: int | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
         if not isinstance(env.observation_space, spaces.Text):
             raise SpaceMismatchError(
                 f"EmbedObservation accepts a Text observation space, got {type(env.observation_space).__name__}"
             )
-        if horizon < 1:
-            raise ConfigurationError(f"horizon must be >= 1, got {horizon}")
+        domain = domain_of(env)
+        if horizon is None:
+            horizon = domain.max_episode_steps if domain is not None else getattr(env.spec, "max_episode_steps", None)
+        if horizon is None or horizon < 1:
+            raise ConfigurationError(
+                f"horizon must be >= 1, got {horizon} (pass horizon= for an env without a domain or a step limit)"
+            )
         super().__init__(env)
+        self.domain_features = domain.observation_features() if domain is not None else ObservationFeatures()
+        self._fill = slot_filler(domain)
         if isinstance(env.action_space, spaces.Discrete):
             if max_actions is not None and max_actions != env.action_space.n:
                 raise ConfigurationError(
@@ -238,9 +219,10 @@ class EmbedObservation(gym.Wrapper):
         k = self.max_actions
         candidates = info.get("action_candidates")
         if candidates is None:
-            candidates = candidate_actions(info, k)
+            candidates = candidate_actions(info, k, self._fill)
         candidates = list(candidates)[:k]
-        instruction = instruction_of(info, observation)
+        instruction = instruction_of(info)
+        stopwords = self.domain_features.stopwords
         lines = label_lines(observation)
         contexts = [context_of(action, lines) for action in candidates]
         rows = self._embed([(instruction, ""), (observation, ""), *zip(contexts, candidates, strict=True)])
@@ -249,15 +231,15 @@ class EmbedObservation(gym.Wrapper):
         actions = np.zeros((k, self.embedder.dim), dtype=np.float32)
         actions[:n] = rows[2:]
         features = np.zeros((k, len(CANDIDATE_FEATURES)), dtype=np.float32)
-        goal_words = words(instruction)
-        bound = max(_numbers(instruction), default=None)
-        labels = [words(label_of(action)) for action in candidates]
+        goal_words = words(instruction, stopwords)
+        bound = max(_numbers(instruction), default=None) if self.domain_features.numeric_bounds else None
+        labels = [words(label_of(action), stopwords) for action in candidates]
         matches = [len(label & goal_words) for label in labels]
         best: dict[str, int] = {}
         for context, count in zip(contexts, matches, strict=True):
             best[context] = max(best.get(context, 0), count)
         for i, (action, context) in enumerate(zip(candidates, contexts, strict=True)):
-            label, ctx = labels[i], words(context)
+            label, ctx = labels[i], words(context, stopwords)
             shared = ctx & goal_words
             numbers = _numbers(context) if context != action else ()
             features[i] = (

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from dreamgym_env.envs.domain import ParsedAction
-from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.envs.synthetic import DreamEnv, RemoveHook
 from dreamgym_env.envs.vector import sub_envs
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
@@ -33,6 +33,57 @@ def _dream_envs(env: gym.Env | VectorEnv) -> list[DreamEnv]:
     if not found and synthetic is not None:
         found = sub_envs(synthetic)
     return found
+
+
+class _Hooks:
+    """The hooks one grounding wrapper put into synthetic envs, and the inner grounding it suspended.
+
+    Grounding an env twice must not give 2k demonstrations and two writes a step: the outermost
+    grounding wins. A new grounding suspends the one it wraps (its hooks removed) and gives it
+    back on close, which leaves the wrapped env as it found it.
+    """
+
+    def __init__(self, grounder: ReplayGrounder, dream_envs: list[DreamEnv], inner: Any) -> None:
+        self.grounder = grounder
+        self.dream_envs = dream_envs
+        self.inner: _Hooks | None = inner
+        self.removers: list[RemoveHook] = []
+        self.active = False
+        if self.inner is not None:
+            self.inner.suspend()
+        self.resume()
+
+    def resume(self) -> None:
+        if self.active:
+            return
+        for env in self.dream_envs:
+            self.removers.append(env.add_context_provider(self.grounder.demonstrations))
+            self.removers.append(env.add_step_listener(self.grounder.record_synthetic()))
+        self.active = True
+
+    def suspend(self) -> None:
+        for remove in self.removers:
+            remove()
+        self.removers.clear()
+        self.active = False
+
+    def close(self) -> None:
+        """Remove this grounding's hooks and give the wrapped grounding back its own."""
+        was_active = self.active
+        self.suspend()
+        if self.inner is not None and was_active:
+            self.inner.resume()
+        self.inner = None
+
+
+def _inner_hooks(env: Any) -> _Hooks | None:
+    """The hooks of the nearest grounding wrapper inside ``env``'s wrapper chain, if any."""
+    while env is not None:
+        hooks = getattr(env, "_hooks", None)
+        if isinstance(hooks, _Hooks):
+            return hooks
+        env = getattr(env, "env", None)
+    return None
 
 
 def _check_text_spaces(name: str, observation_space: spaces.Space, action_space: spaces.Space) -> None:
@@ -67,11 +118,14 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
     Accepts a :class:`~dreamgym_env.envs.synthetic.DreamEnv` (wrapped or not), a SimToReal env
     (grounds its synthetic side, records its real steps), or any text env reporting
     ``info["source"] = "real"`` (write-back only). Observation and action spaces must be
-    :class:`gymnasium.spaces.Text`; they are unchanged. Given a vector env (a
-    :class:`~dreamgym_env.envs.vector.DreamVectorEnv`, or a real vector env), the constructor
-    returns a :class:`VectorReplayGrounding`.
+    :class:`gymnasium.spaces.Text`; they are unchanged. Vector envs take
+    :class:`VectorReplayGrounding`.
 
-    The buffer is not closed with the wrapper (it may be shared); the wrapper commits it.
+    The wrapper leaves the wrapped env as it found it: its hooks are removed on ``close()``.
+    Wrapping an already grounded env grounds it once: the outer wrapper's retrieval and
+    write-back replace the inner one's (k demonstrations a request, one write a step) until
+    the outer wrapper is closed. The buffer is not closed with the wrapper (it may be shared);
+    the wrapper commits it.
 
     Example:
         >>> buffer = ExperienceReplayBuffer("webshop.db")                          # doctest: +SKIP
@@ -92,11 +146,6 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         state_chars, next_state_chars: demonstration compaction (``None``: whole states).
     """
 
-    def __new__(cls, env: Any, *args: Any, **kwargs: Any) -> Any:
-        if cls is ReplayGrounding and isinstance(env, VectorEnv):
-            return VectorReplayGrounding(env, *args, **kwargs)
-        return super().__new__(cls)
-
     def __init__(
         self,
         env: gym.Env[str, str],
@@ -109,6 +158,8 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         state_chars: int | None = DEMO_STATE_CHARS,
         next_state_chars: int | None = DEMO_NEXT_STATE_CHARS,
     ) -> None:
+        if isinstance(env, VectorEnv):
+            raise ConfigurationError("ReplayGrounding wraps a single env; use VectorReplayGrounding for vector envs")
         _check_text_spaces(type(self).__name__, env.observation_space, env.action_space)
         super().__init__(env)
         self.grounder = ReplayGrounder(
@@ -121,8 +172,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
             next_state_chars=next_state_chars,
         )
         self.dream_envs = _dream_envs(env)
-        for dream_env in self.dream_envs:
-            self.grounder.attach(dream_env)
+        self._hooks = _Hooks(self.grounder, self.dream_envs, _inner_hooks(env))
         self._state = ""
         self._task: Task | None = None
         self._episode_id = ""
@@ -145,7 +195,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
 
     def step(self, action: str) -> tuple[str, Any, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
-        source = _record_source(info, hooked=bool(self.dream_envs))
+        source = _record_source(info, hooked=bool(self.dream_envs)) if self._hooks.active else None
         task = info.get("task", self._task)
         valid = bool(info.get("action_valid", True))
         if source is not None and isinstance(task, Task):
@@ -167,6 +217,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         return observation, reward, terminated, truncated, info
 
     def close(self) -> None:
+        self._hooks.close()
         self.grounder.buffer.commit()
         super().close()
 
@@ -207,8 +258,7 @@ class VectorReplayGrounding(VectorWrapper):
             next_state_chars=next_state_chars,
         )
         self.dream_envs = _dream_envs(env)
-        for dream_env in self.dream_envs:
-            self.grounder.attach(dream_env)
+        self._hooks = _Hooks(self.grounder, self.dream_envs, _inner_hooks(env))
         if not self.dream_envs:
             mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
             if mode != AutoresetMode.NEXT_STEP:
@@ -245,14 +295,14 @@ class VectorReplayGrounding(VectorWrapper):
             observations, rewards, terminations, truncations, infos = self.env.step(actions)
         finally:
             self.grounder.clear_prefetched()
-        if not self.dream_envs:
+        if not self.dream_envs and self._hooks.active:
             self._record_real(actions, observations, rewards, terminations, infos)
         self._resetting = np.asarray(terminations, dtype=bool) | np.asarray(truncations, dtype=bool)
         return observations, rewards, terminations, truncations, infos
 
     def _prefetch(self, actions: Any) -> None:
         """Retrieve for every sub-env's (state, action) at once; the providers pick the results up."""
-        if not self.dream_envs or self.grounder.k == 0:
+        if not self.dream_envs or self.grounder.k == 0 or not self._hooks.active:
             return
         by_domain: dict[str, list[tuple[str, str]]] = {}
         for dream_env, action in zip(self.dream_envs, actions, strict=True):
@@ -295,6 +345,7 @@ class VectorReplayGrounding(VectorWrapper):
                 self._states[i] = str(observations[i])
 
     def close(self, **kwargs: Any) -> None:
+        self._hooks.close()
         self.grounder.buffer.commit()
         super().close(**kwargs)
 

@@ -150,6 +150,15 @@ class SimToReal(gym.Env):
         return self.envs["real"]
 
     @property
+    def domain(self) -> Any:
+        """The domain both envs play (the synthetic env's, else the real env's), or ``None``."""
+        for env in (self.synthetic_env, self.real_env):
+            domain = getattr(env.unwrapped, "domain", None)
+            if domain is not None:
+                return domain
+        return None
+
+    @property
     def active_env(self) -> gym.Env:
         """The env serving the current episode."""
         return self.envs[self.source]

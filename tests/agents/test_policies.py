@@ -4,7 +4,7 @@ import pytest
 
 from dreamgym_env.agents import NoisyPolicy, RandomPolicy, expert_policy
 from dreamgym_env.envs.domain import Domain
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.domain import WebShopDomain
 from dreamgym_env.errors import ConfigurationError
 

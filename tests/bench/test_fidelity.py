@@ -3,16 +3,16 @@ from __future__ import annotations
 import pytest
 
 from dreamgym_env.agents import make_policy
+from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import (
     FidelityReport,
     measure_fidelity,
     normalize_state,
     reference_transitions,
 )
+from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.experience.oracle import OracleExperienceModel
-from dreamgym_env.replay.offline import collect_trajectories
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import Transition
 
@@ -21,11 +21,11 @@ from dreamgym_env.types import Transition
 def references():
     env = WebShopRefEnv(split="test", max_steps=15)
     trajectories = collect_trajectories(env, make_policy("noisy", "webshop", seed=4), 150, progress=False)
-    return reference_transitions(trajectories)
+    return reference_transitions(trajectories, "webshop")
 
 
 def measure(references, **kwargs) -> FidelityReport:
-    model = OracleExperienceModel(**kwargs)
+    model = OracleExperienceModel("webshop", **kwargs)
     try:
         return measure_fidelity(model, references)
     finally:
@@ -37,10 +37,10 @@ def test_reference_transitions_mirror_the_synthetic_env_requests():
     trajectory = collect_trajectories(
         env, make_policy("noisy", "webshop", seed=0, epsilon=0.5), 5, progress=False
     )[0]
-    refs = reference_transitions([trajectory], history_len=2)
+    refs = reference_transitions([trajectory], "webshop", history_len=2)
     valid = [s for s in trajectory.steps if s.action_valid]
     assert len(refs) == len(valid)
-    assert len(reference_transitions([trajectory], include_invalid=True)) == len(trajectory.steps)
+    assert len(reference_transitions([trajectory], "webshop", include_invalid=True)) == len(trajectory.steps)
     for ref, step in zip(refs, valid, strict=True):
         assert (ref.request.state, ref.request.action) == (step.state, step.action)
         assert ref.truth.next_state == step.next_state and ref.truth.terminated == step.done
@@ -81,7 +81,7 @@ def test_a_model_that_never_moves_scores_low(references):
 
 def test_normalize_state_and_bad_arguments(references):
     assert normalize_state("  a   b \n\n c  ") == "a b\nc"
-    model = OracleExperienceModel()
+    model = OracleExperienceModel("webshop")
     try:
         with pytest.raises(ConfigurationError):
             measure_fidelity(model, [])
@@ -90,4 +90,4 @@ def test_normalize_state_and_bad_arguments(references):
     finally:
         model.close()
     with pytest.raises(ConfigurationError):
-        reference_transitions([], history_len=-1)
+        reference_transitions([], "webshop", history_len=-1)

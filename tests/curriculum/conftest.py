@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.catalog import load_catalog
 from dreamgym_env.envs.webshop.task_variations import WebShopTaskVariations
 from dreamgym_env.types import Task

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from dreamgym_env.curriculum import Curriculum, EndpointChat, TaskGenerator, TaskStats
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.task_variations import WebShopTaskVariations
 from dreamgym_env.errors import ConfigurationError, UnknownNameError

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from dreamgym_env.curriculum import Curriculum
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.oracle import OracleExperienceModel
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.expert import WebShopExpert
-from dreamgym_env.experience.oracle import OracleExperienceModel
 from dreamgym_env.types import Task
 from dreamgym_env.wrappers.curriculum_reset import CurriculumReset
 

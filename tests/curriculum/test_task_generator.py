@@ -4,7 +4,7 @@ import pytest
 
 from dreamgym_env.curriculum import EndpointChat, InstructionVariations, TaskGenerator
 from dreamgym_env.curriculum.generator import parse_candidates
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.goal import Goal
 from dreamgym_env.errors import ModelServerError

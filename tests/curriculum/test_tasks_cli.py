@@ -4,9 +4,9 @@ import re
 
 from typer.testing import CliRunner
 
+from dreamgym_env.cli.tasks import seed_pool, tasks_app
 from dreamgym_env.curriculum import TaskStats
-from dreamgym_env.curriculum.cli import seed_pool, tasks_app
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.testing import ScriptedOpenAIServer
 from dreamgym_env.types import Task
 

@@ -6,13 +6,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import dreamgym_env  # noqa: F401
-from dreamgym_env import (
-    ConfigurationError,
-    DreamEnv,
-    ExperienceModelError,
-    ModelTimeoutError,
-    UnknownNameError,
-)
+from dreamgym_env import ConfigurationError, ExperienceModelError
+from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.errors import ModelTimeoutError, UnknownNameError
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import Demonstration, ExperienceRequest, Transition
 
@@ -108,7 +104,7 @@ def test_context_provider_and_step_listener(scripted_model, webshop_task):
     demo = Demonstration(state="s", action="click[x]", next_state="t")
     env.add_context_provider(lambda request: [demo])
     seen = []
-    env.add_step_listener(lambda task, step: seen.append((task.id, step.action, step.action_valid)))
+    env.add_step_listener(lambda task, step, index: seen.append((task.id, step.action, step.action_valid)))
     env.reset(options={"task": webshop_task})
     env.step("search[shirt]")
     env.step("bad")

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import dreamgym_env  # noqa: F401
-from dreamgym_env import ConfigurationError, DreamVectorEnv
+from dreamgym_env import ConfigurationError
+from dreamgym_env.envs.vector import DreamVectorEnv
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
 from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer, delay, echo_responder
 

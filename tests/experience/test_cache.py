@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import ModelTimeoutError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.cache import (
@@ -25,7 +26,7 @@ from dreamgym_env.types import ExperienceRequest, Transition
 @pytest.fixture
 def request_() -> ExperienceRequest:
     task = get_domain("webshop").tasks("train")[0]
-    return ExperienceRequest(task=task, state=task.initial_state, action="search[red shirt]")
+    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action="search[red shirt]")
 
 
 @pytest.fixture
@@ -158,6 +159,6 @@ def test_unreadable_entry_is_a_miss(request_, tmp_path, cached):
 
 
 def test_flag_and_default_location():
-    assert cache_enabled({}) and cache_enabled({"DREAMGYM_CACHE": "1"})
-    assert not cache_enabled({"DREAMGYM_CACHE": "off"}) and not cache_enabled({"DREAMGYM_CACHE": "0"})
+    assert cache_enabled({"DREAMGYM_CACHE": "1"}) and cache_enabled({"DREAMGYM_CACHE": "on"})
+    assert not cache_enabled({}) and not cache_enabled({"DREAMGYM_CACHE": "0"})
     assert default_cache_path({"DREAMGYM_CACHE_DIR": "/x"}) == Path("/x/transitions.sqlite")

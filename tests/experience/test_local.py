@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import (
     ConfigurationError,
     DataError,
@@ -93,7 +94,7 @@ def gguf(tmp_path) -> Path:
 @pytest.fixture
 def request_() -> ExperienceRequest:
     task = get_domain("webshop").tasks("train")[0]
-    return ExperienceRequest(task=task, state=task.initial_state, action="search[red shirt]")
+    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action="search[red shirt]")
 
 
 def make(gguf: Path, factory: Factory, **settings: Any) -> LocalExperienceModel:

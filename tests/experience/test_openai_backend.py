@@ -8,7 +8,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import (
     ModelOutputError,
     ModelRateLimitError,
@@ -60,7 +61,7 @@ async def predict(model: OpenAIExperienceModel, requests: list[ExperienceRequest
 
 
 def make_request(task: Task, action: str) -> ExperienceRequest:
-    return ExperienceRequest(task=task, state=task.initial_state, action=action)
+    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=action)
 
 
 @pytest.fixture
@@ -261,7 +262,7 @@ def test_max_concurrency_bounds_requests_in_flight(request_):
 def test_results_keep_request_order_when_answers_arrive_out_of_order(webshop_task):
     actions = [f"search[item {i}]" for i in range(6)]
     requests = [
-        ExperienceRequest(task=webshop_task, state=webshop_task.initial_state, action=a) for a in actions
+        ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=webshop_task.initial_state, action=a) for a in actions
     ]
 
     def later_requests_answer_first(body: dict[str, Any]) -> Any:

@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.experience.prompt import (
     DEMO_STATE_CHARS,
     HISTORY_STATE_CHARS,
@@ -40,7 +41,7 @@ def action_block(user: str) -> str:
 
 
 def make_request(task: Task, action: str, **fields) -> ExperienceRequest:
-    return ExperienceRequest(task=task, state=task.initial_state, action=action, **fields)
+    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=action, **fields)
 
 
 def test_messages_are_system_then_user(webshop_task):
@@ -94,7 +95,7 @@ def test_user_prompt_holds_state_history_and_demonstrations(webshop_task):
 
 
 def test_task_section_only_when_the_state_does_not_show_the_instruction(webshop_task):
-    request = ExperienceRequest(task=webshop_task, state="a page without it", action="search[x]")
+    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page without it", action="search[x]")
     user = user_prompt(request)
     assert user.startswith(f"# Task\n{webshop_task.instruction}\n\n")
     assert "# Task" not in user_prompt(make_request(webshop_task, "search[x]"))
@@ -103,6 +104,7 @@ def test_task_section_only_when_the_state_does_not_show_the_instruction(webshop_
 def test_history_states_drop_the_instruction_and_name_the_current_state(webshop_task):
     results = f"WebShop | results | page 1\nInstruction: {webshop_task.instruction}\n[Back to Search]"
     request = ExperienceRequest(
+        prompt=WEBSHOP_PROMPT,
         task=webshop_task,
         state=results,
         action="click[Back to Search]",

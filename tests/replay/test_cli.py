@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
+from dreamgym_env.cli.buffer import buffer_app, buffer_stats, build_buffer
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
-from dreamgym_env.replay.cli import buffer_app, buffer_stats, build_buffer
 
 
 def test_build_then_stats(tmp_path, offline_file, offline_trajectories, monkeypatch):

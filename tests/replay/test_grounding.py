@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import HashedEmbedder
@@ -61,7 +62,7 @@ def test_grounder_answers_k_compacted_demonstrations(webshop_task):
     ]
     buffer.add_steps(task, steps, source="offline")
     grounder = ReplayGrounder(buffer, k=4)
-    request = ExperienceRequest(task=webshop_task, state=RESULTS, action="click[B000000003]")
+    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=RESULTS, action="click[B000000003]")
     demos = grounder.demonstrations(request)
     assert len(demos) == 4 and demos[0].action == "click[B000000003]"
     assert all(len(d.state) < len(RESULTS) and INSTRUCTION not in d.state for d in demos)
@@ -79,7 +80,7 @@ def test_prefetch_answers_the_next_matching_request_once(webshop_task, monkeypat
     grounder.prefetch("webshop", [(RESULTS, "click[B000000001]"), (RESULTS, "click[B000000002]")])
     calls: list[str] = []
     monkeypatch.setattr(buffer, "search", lambda *a, **kw: calls.append("search") or [])
-    request = ExperienceRequest(task=webshop_task, state=RESULTS, action="click[B000000002]")
+    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=RESULTS, action="click[B000000002]")
     assert grounder.demonstrations(request)[0].action == "click[B000000002]" and calls == []
     assert grounder.demonstrations(request) == [] and calls == ["search"]  # used up: searched again
     grounder.clear_prefetched()

@@ -7,16 +7,10 @@ import gymnasium as gym
 import pytest
 
 from dreamgym_env.agents import make_policy
+from dreamgym_env.agents.rollouts import collect, collect_trajectories, run_episode
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError, DataError
-from dreamgym_env.replay.offline import (
-    collect,
-    collect_trajectories,
-    iter_trajectories,
-    read_trajectories,
-    run_episode,
-    write_trajectories,
-)
+from dreamgym_env.replay.jsonl import iter_trajectories, read_trajectories, write_trajectories
 from dreamgym_env.types import Trajectory
 
 

@@ -6,7 +6,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.replay.embedders import HashedEmbedder

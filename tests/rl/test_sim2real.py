@@ -17,7 +17,7 @@ from dreamgym_env.rl.sim2real import (
 
 
 def tiny(tmp_path, **kwargs) -> Sim2RealConfig:
-    config = Sim2RealConfig(real_steps=128, eval_tasks=3, workers=1, out_dir=tmp_path, **kwargs)
+    config = Sim2RealConfig("webshop", real_steps=128, eval_tasks=3, workers=1, out_dir=tmp_path, **kwargs)
     return with_overrides(config, n_envs=2, n_steps=32, batch_size=32, n_epochs=1)
 
 
@@ -50,7 +50,7 @@ def test_a_tiny_experiment_writes_the_table_the_results_and_the_plot(tmp_path):
 
 
 def test_the_oracle_with_errors_keeps_episodes_going(tmp_path):
-    model = make_experience_model("oracle", error_rate=0.5, seed=3)
+    model = make_experience_model("oracle", "webshop", error_rate=0.5, seed=3)
     env = DreamEnv("webshop", model, max_steps=6, split="train")
     for seed in range(6):
         observation, info = env.reset(seed=seed)
@@ -73,22 +73,22 @@ def test_config_checks():
     with pytest.raises(ConfigurationError):
         parse_error_rates("0,x")
     with pytest.raises(UnknownNameError, match="ppo"):
-        Sim2RealConfig(algo="ppp")
+        Sim2RealConfig("webshop", algo="ppp")
     with pytest.raises(UnknownNameError):
-        Sim2RealConfig(model="gpt")
+        Sim2RealConfig("webshop", model="gpt")
     with pytest.raises(ConfigurationError):
-        Sim2RealConfig(error_rates=(1.5,))
+        Sim2RealConfig("webshop", error_rates=(1.5,))
     with pytest.raises(ConfigurationError, match="oracle"):
-        Sim2RealConfig(model="endpoint", error_rates=(0.1,))
-    assert Sim2RealConfig(real_steps=1000).s2r_budget == 100
-    assert Sim2RealConfig(real_steps=1000).synthetic_budget == 1000
+        Sim2RealConfig("webshop", model="endpoint", error_rates=(0.1,))
+    assert Sim2RealConfig("webshop", real_steps=1000).s2r_budget == 100
+    assert Sim2RealConfig("webshop", real_steps=1000).synthetic_budget == 1000
 
 
 def test_the_cli_command_runs_and_reports_bad_arguments(tmp_path):
     import typer
     from typer.testing import CliRunner
 
-    from dreamgym_env.rl.sim2real_cli import sim2real_command
+    from dreamgym_env.cli.sim2real import sim2real_command
 
     app = typer.Typer()
     app.command()(sim2real_command)

@@ -4,11 +4,14 @@ import os
 
 import pytest
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.rl.tiny_lm import tiny_llama, train_tokenizer
-from dreamgym_env.rl.trl import EnvRollout, default_prompt, first_line
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.rl.trl import EnvRollout, domain_prompt, first_line
+
+default_prompt = domain_prompt(get_domain("webshop"))
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import ExperienceRequest, Transition
 

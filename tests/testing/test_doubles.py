@@ -4,6 +4,7 @@ import asyncio
 
 import pytest
 
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import ModelTimeoutError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.testing import ScriptedExperienceModel, echo_transition
@@ -11,7 +12,7 @@ from dreamgym_env.types import ExperienceRequest, Task, Transition
 
 
 def make_requests(task: Task, n: int) -> list[ExperienceRequest]:
-    return [ExperienceRequest(task=task, state=task.initial_state, action=f"search[{i}]") for i in range(n)]
+    return [ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=f"search[{i}]") for i in range(n)]
 
 
 def test_answers_from_the_callable_in_order_and_counts(webshop_task):

@@ -7,7 +7,7 @@ import pytest
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
-from dreamgym_env.wrappers.choice_actions import INVALID_CHOICE, ChoiceActions, candidate_actions
+from dreamgym_env.wrappers.choice_actions import INVALID_CHOICE, ChoiceActions, candidate_actions, slot_filler
 
 
 @pytest.fixture
@@ -49,8 +49,8 @@ def test_masks_mark_the_candidates_and_padding_is_an_invalid_action(env):
 
 def test_candidates_are_cut_at_max_actions_and_deduplicated():
     info = {"admissible_actions": ["click[a]", "click[b]", "click[a]", "click[c]"]}
-    assert candidate_actions(info, 2) == ["click[a]", "click[b]"]
-    assert candidate_actions(info, 8) == ["click[a]", "click[b]", "click[c]"]
+    assert candidate_actions(info, 2, slot_filler(None)) == ["click[a]", "click[b]"]
+    assert candidate_actions(info, 8, slot_filler(None)) == ["click[a]", "click[b]", "click[c]"]
     filled = candidate_actions(
         {"admissible_actions": ["search[<query>]"]}, 4, fill=lambda action, info: ["search[x]", "search[y]"]
     )
@@ -78,4 +78,4 @@ def test_refuses_non_text_action_spaces_and_envs_without_admissible_actions(scri
     with pytest.raises(ConfigurationError):
         ChoiceActions(WebShopRefEnv(), max_actions=0)
     with pytest.raises(ConfigurationError, match="admissible_actions"):
-        candidate_actions({}, 4)
+        candidate_actions({}, 4, slot_filler(None))

@@ -8,7 +8,7 @@ import pytest
 
 import dreamgym_env  # noqa: F401
 from dreamgym_env.curriculum import Curriculum, EndpointChat, InstructionVariations, TaskGenerator
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.vector import DreamVectorEnv
 from dreamgym_env.errors import ConfigurationError
@@ -80,7 +80,7 @@ def test_explicit_task_is_used_and_recorded(shop_model):
 
 def test_vector_env_gets_same_task_groups(shop_model):
     curriculum = Curriculum(TASKS, seed=0)
-    envs = CurriculumReset(DreamVectorEnv(8, "webshop", shop_model), curriculum, group_size=4)
+    envs = CurriculumResetVector(DreamVectorEnv(8, "webshop", shop_model), curriculum, group_size=4)
     assert isinstance(envs, CurriculumResetVector)
     for _ in range(5):
         obs, infos = envs.reset()
@@ -96,7 +96,7 @@ def test_vector_env_gets_same_task_groups(shop_model):
 
 def test_vector_autoreset_episodes_are_recorded(shop_model):
     curriculum = Curriculum(TASKS, seed=1)
-    envs = CurriculumReset(DreamVectorEnv(2, "webshop", shop_model), curriculum, generate_every=None)
+    envs = CurriculumResetVector(DreamVectorEnv(2, "webshop", shop_model), curriculum, generate_every=None)
     obs, infos = envs.reset()
     first = list(infos["task_id"])
     envs.step(["search[a]", "search[b]"])
@@ -117,7 +117,7 @@ def test_vector_autoreset_episodes_are_recorded(shop_model):
 def test_autoreset_tasks_come_from_the_curriculum(shop_model):
     only = TASKS[3]
     curriculum = Curriculum([only], seed=0)
-    envs = CurriculumReset(DreamVectorEnv(2, "webshop", shop_model, tasks=TASKS), curriculum)
+    envs = CurriculumResetVector(DreamVectorEnv(2, "webshop", shop_model, tasks=TASKS), curriculum)
     assert envs.chooses_autoreset_tasks
     envs.reset()
     for _ in range(3):
@@ -132,7 +132,9 @@ def test_misuse_is_refused(shop_model):
     with pytest.raises(ConfigurationError, match="must be a Curriculum"):
         CurriculumReset(DreamEnv("webshop", shop_model), TASKS)
     with pytest.raises(ConfigurationError, match="divide"):
-        CurriculumReset(DreamVectorEnv(4, "webshop", shop_model), curriculum, group_size=3)
+        CurriculumResetVector(DreamVectorEnv(4, "webshop", shop_model), curriculum, group_size=3)
+    with pytest.raises(ConfigurationError, match="use CurriculumResetVector"):
+        CurriculumReset(DreamVectorEnv(2, "webshop", shop_model), curriculum)
 
 
 def seed_ids(body: dict) -> list[str]:

@@ -8,6 +8,7 @@ from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.wrappers.choice_actions import ChoiceActions
+from dreamgym_env.envs.webshop.domain import SHOPPING_STOPWORDS
 from dreamgym_env.wrappers.embed_observation import (
     CANDIDATE_FEATURES,
     EmbedObservation,
@@ -62,8 +63,8 @@ def test_option_labels_named_in_the_instruction_score_full_recall(env):
     candidates = info["action_candidates"]
     recall = observation["features"][: len(candidates), COL["label_recall"]]
     for action, value in zip(candidates, recall, strict=True):
-        label_words = words(label_of(action))
-        expected = len(label_words & words(instruction)) / len(label_words) if label_words else 0.0
+        label_words = words(label_of(action), SHOPPING_STOPWORDS)
+        expected = len(label_words & words(instruction, SHOPPING_STOPWORDS)) / len(label_words) if label_words else 0.0
         assert value == pytest.approx(expected)
 
 
@@ -84,7 +85,8 @@ def test_helpers():
     assert label_of("click[Buy Now]") == "Buy Now" and label_of("go to desk 1") == "go to desk 1"
     assert context_of("click[navy blue]", page) == "color: [navy blue] [red]"
     assert context_of("click[missing]", page) == "click[missing]"
-    assert words("I need a Men's shirt, 2 pack") == {"mens", "shirt", "2", "pack"}
+    assert words("I need a Men's shirt, 2 pack", SHOPPING_STOPWORDS) == {"mens", "shirt", "2", "pack"}
+    assert words("I need a shirt") == {"i", "need", "a", "shirt"}
 
 
 def test_refuses_non_text_observations_and_conflicting_sizes():

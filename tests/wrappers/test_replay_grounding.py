@@ -10,14 +10,14 @@ import pytest
 
 import dreamgym_env  # noqa: F401  (registers the ids)
 from dreamgym_env.agents.registry import make_policy
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.agents.rollouts import collect, run_episode
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.vector import DreamVectorEnv
 from dreamgym_env.errors import SpaceMismatchError
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import HashedEmbedder
-from dreamgym_env.replay.offline import collect, run_episode
 from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer, ok
 from dreamgym_env.types import Trajectory, Transition
 from dreamgym_env.wrappers.replay_grounding import ReplayGrounding, VectorReplayGrounding
@@ -138,7 +138,7 @@ def test_real_env_steps_are_written_back_as_real(buffer, expert_trajectory):
 
 def test_vector_env_retrieves_in_one_batch_per_step(buffer, monkeypatch):
     model = ScriptedExperienceModel(lambda r: Transition(next_state=f"{r.state}\nafter {r.action}"))
-    envs = ReplayGrounding(DreamVectorEnv(4, "webshop", model), buffer, k=3)
+    envs = VectorReplayGrounding(DreamVectorEnv(4, "webshop", model), buffer, k=3)
     assert isinstance(envs, VectorReplayGrounding)
     batches: list[int] = []
     singles: list[str] = []
@@ -166,7 +166,7 @@ def test_vector_env_retrieves_in_one_batch_per_step(buffer, monkeypatch):
 def test_real_vector_env_steps_are_tagged_real(buffer, expert_trajectory):
     pack = get_domain("webshop")
     real = gym.vector.SyncVectorEnv([lambda: pack.make_reference_env(max_steps=15) for _ in range(2)])
-    envs = ReplayGrounding(real, buffer)
+    envs = VectorReplayGrounding(real, buffer)
     before = buffer.counts()["real"]
     envs.reset(options={"task": expert_trajectory.task})
     for step in expert_trajectory.steps:

@@ -7,7 +7,17 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
+from dreamgym_env.envs.domain import (
+    GENERIC_STOPWORDS,
+    ActionError,
+    Domain,
+    DomainPrompt,
+    ObservationFeatures,
+    ParsedAction,
+    Policy,
+    RewardMode,
+    Split,
+)
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import BUY_LABEL, SEARCH_LABEL, search_page
 from dreamgym_env.types import Task
@@ -71,6 +81,12 @@ option and the price is within the bound. Wording may differ slightly (case, hyp
 )
 
 
+SHOPPING_STOPWORDS = GENERIC_STOPWORDS | frozenset(
+    ["are", "be", "im", "some", "want", "need", "looking", "find"]
+)
+"""Words of shopping requests that say nothing about which candidate fits."""
+
+
 @lru_cache(maxsize=4096)
 def _admissible_actions(state: str) -> tuple[str, ...]:
     labels = clickable_labels(state)
@@ -82,8 +98,18 @@ class WebShopDomain(Domain):
     """WebShop: text pages of a web shop, actions ``search[query]`` and ``click[label]``."""
 
     name = "webshop"
+    display_name = "WebShop"
     ends_only_on_terminal_actions = True
     max_episode_steps = 15
+    reward_modes: tuple[RewardMode, ...] = ("outcome", "score")
+
+    @property
+    def agent_prompt(self) -> str:
+        return "You are a shopping agent. Reply with one action per turn: search[query] or click[label]."
+
+    def observation_features(self) -> ObservationFeatures:
+        """Shopping requests' filler words are stop words; their numbers are price bounds."""
+        return ObservationFeatures(stopwords=SHOPPING_STOPWORDS, numeric_bounds=True)
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)
@@ -102,6 +128,7 @@ class WebShopDomain(Domain):
         """The programmatic WebShop (see :class:`~dreamgym_env.envs.webshop.reference_env.WebShopRefEnv`)."""
         from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 
+        kwargs.setdefault("domain", self)
         return WebShopRefEnv(**kwargs)
 
     def expert_policy(self) -> Policy:

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from dreamgym_env.envs.domain import ActionError, ParsedAction
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
@@ -85,6 +85,7 @@ class WebShopRefEnv(gym.Env[str, str]):
     | ``catalog_seed`` | ``0`` | seed of the generated catalog and its tasks |
     | ``num_products`` | ``2000`` | catalog size (tasks: 3 per product, one in 6 for test) |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
+    | ``domain`` | the registered ``webshop`` | the domain pack whose grammar and feedback it uses |
 
     The catalog, its search index and its tasks are built once per process per
     ``(catalog_seed, num_products)``; constructing further envs is cheap.
@@ -94,6 +95,8 @@ class WebShopRefEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    restorable = True
+    """A page's text determines the env's state (pages are Markov): :meth:`restore` works."""
 
     def __init__(
         self,
@@ -106,6 +109,7 @@ class WebShopRefEnv(gym.Env[str, str]):
         num_products: int = DEFAULT_NUM_PRODUCTS,
         render_mode: str | None = None,
         max_text_length: int = 16_384,
+        domain: Domain | None = None,
     ) -> None:
         if reward not in ("outcome", "score"):
             raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
@@ -113,7 +117,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
-        self.domain = get_domain("webshop")
+        self.domain: Domain = domain if domain is not None else get_domain("webshop")
         self.catalog = load_catalog(catalog_seed, num_products)
         self.task_set = load_tasks(catalog_seed, num_products)
         self.split = split

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.domain import PROMPT, WebShopDomain
 from dreamgym_env.envs.webshop.expert import WebShopExpert
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv

@@ -3,11 +3,11 @@ from __future__ import annotations
 import pytest
 
 from dreamgym_env.agents import NoisyPolicy, RandomPolicy, make_policy
+from dreamgym_env.agents.rollouts import run_episode
 from dreamgym_env.envs.webshop.expert import WebShopExpert, goal_query
 from dreamgym_env.envs.webshop.goal import Goal
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.replay.offline import run_episode
 
 TEST_TASKS = 500
 

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from dreamgym_env.envs.domain import Domain
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
@@ -35,8 +35,8 @@ class OracleExperienceModel(ExperienceModel):
     measure_fidelity` scores it 1.0), and, with ``error_rate``, to study how training degrades
     as transitions get worse.
 
-    How it answers: when the reference env can be restored from a page (``restore(task,
-    state)``, as WebShop's can: its pages are Markov), it restores the request's state and steps
+    How it answers: when the reference env can be restored from a state (its ``restorable``
+    is True, see :class:`~dreamgym_env.envs.domain.ReferenceEnv`), it restores the request's state and steps
     the action; otherwise it replays the request's history from the task's initial state, which
     needs the whole episode in ``history`` (raise the env's ``history_len``). Answers are cached
     by ``(task id, state, action)`` (with replay, by the history's actions too).
@@ -46,21 +46,22 @@ class OracleExperienceModel(ExperienceModel):
     admissible action (``"action"``), the next state the action has in another task
     (``"task"``), or the true next state with the reward flipped (``"reward"``), one kind in
     three. A corrupted answer is always wrong and always a page the reference env can be
-    restored from for the request's own task (it keeps that task's ``Instruction:`` line), so
+    restored from for the request's own task (it keeps that task's instruction), so
     the episode goes on from it; where the action does the same in another task, ``"task"``
-    answers the results of a search for that task's instruction (else another action's page,
-    else the reward flipped). ``stats`` counts answers, cache hits and corruptions.
+    answers the step after filling the initial state's free-slot action (a search) with that
+    task's instruction (else another action's state, else the reward flipped). The other task's
+    instruction is rewritten to the request task's in a corrupted state. ``stats`` counts answers, cache hits and corruptions.
 
     Example:
         >>> from dreamgym_env.envs.synthetic import DreamEnv
-        >>> env = DreamEnv("webshop", experience_model=OracleExperienceModel())  # doctest: +SKIP
+        >>> env = DreamEnv("webshop", experience_model=OracleExperienceModel("webshop"))  # doctest: +SKIP
     """
 
     model_id = "oracle"
 
     def __init__(
         self,
-        domain: str | Domain = "webshop",
+        domain: str | Domain,
         *,
         error_rate: float = 0.0,
         seed: int = 0,
@@ -71,12 +72,12 @@ class OracleExperienceModel(ExperienceModel):
         super().__init__()
         if not 0.0 <= error_rate <= 1.0:
             raise ConfigurationError(f"error_rate must be in [0, 1], got {error_rate}")
-        self.domain = get_domain(domain) if isinstance(domain, str) else domain
+        self.domain = get_domain(domain)
         self.env = env if env is not None else self.domain.make_reference_env(**(env_kwargs or {}))
         self.error_rate, self.seed, self.cache_size = error_rate, seed, cache_size
         self._cache: OrderedDict[_KEY, Transition] = OrderedDict()
         self.stats: Counter[str] = Counter()
-        self.restorable = callable(getattr(self.env.unwrapped, "restore", None))
+        self.restorable = bool(getattr(self.env.unwrapped, "restorable", False))
 
     def __repr__(self) -> str:
         return f"OracleExperienceModel(domain={self.domain.name!r}, error_rate={self.error_rate})"
@@ -181,9 +182,9 @@ class OracleExperienceModel(ExperienceModel):
     def _in_other_task(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
         """The step in ``other_task`` (the instruction rewritten in the state), on the request's task.
 
-        The answer keeps the other task's page (a query rewritten with the instruction stays, as
-        any query is a valid search) but shows the request task's ``Instruction:`` line, so the
-        next request can be answered from it; ``None`` where the page cannot be continued from.
+        The answer keeps the other task's state but shows the request task's instruction where
+        it shows one, so the next request can be answered from it; ``None`` where the state
+        cannot be continued from.
         """
         mine, theirs = request.task.instruction, other_task.instruction
         moved = request.model_copy(
@@ -201,19 +202,20 @@ class OracleExperienceModel(ExperienceModel):
         except ExperienceModelError:
             return None
         answer = answer.model_copy(
-            update={"next_state": answer.next_state.replace(f"Instruction: {theirs}", f"Instruction: {mine}")}
+            update={"next_state": answer.next_state.replace(theirs, mine)}
         )
         return answer if self._continuable(request.task, answer) else None
 
     def _other_task_search(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
-        """The page a search for ``other_task``'s instruction shows (the model drifted to that task)."""
+        """The state after the start's free-slot action filled for ``other_task`` (the model drifted there)."""
         start = request.task.initial_state
         if not self.restorable or not start:
             return None
-        template = next((a for a in self.domain.admissible_actions(start) or [] if "<" in a), None)
-        if template is None:
+        template = next((a for a in self.domain.admissible_actions(start) or [] if ACTION_SLOT.search(a)), None)
+        filled = self.domain.fill_slots(template, other_task, start) if template is not None else []
+        if not filled:
             return None
-        action = template.split("[")[0] + f"[{other_task.instruction}]"
+        action = filled[0]
         try:
             answer = self._step(request.task, request.model_copy(update={"history": []}), action, start)
         except ExperienceModelError:
@@ -232,10 +234,11 @@ class OracleExperienceModel(ExperienceModel):
 
     def _other_action(self, request: ExperienceRequest, digest: bytes) -> str | None:
         actions = list(self.domain.admissible_actions(request.state) or [])
-        choices = [a for a in actions if a.lower() != request.action.lower() and "<" not in a]
-        if any("<" in a for a in actions):  # a free-text action (a search): change its text
-            words = request.task.instruction.split()
-            choices.append(request.action.split("[")[0] + f"[{words[digest[9] % len(words)]}]")
+        choices = [a for a in actions if a.lower() != request.action.lower() and not ACTION_SLOT.search(a)]
+        words = request.task.instruction.split()
+        for template in (a for a in actions if ACTION_SLOT.search(a)):  # free text: one word of the task
+            if words:
+                choices.append(ACTION_SLOT.sub(words[digest[9] % len(words)], template))
         if not choices:
             return None
         return choices[int.from_bytes(digest[10:12], "big") % len(choices)]

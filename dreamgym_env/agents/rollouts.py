@@ -1,67 +1,32 @@
-"""Offline trajectories: collect them from any text env with a policy, write and read JSONL.
+"""Rollouts: play episodes of any text env with a policy and record them as trajectories.
 
-One JSON line per :class:`~dreamgym_env.types.Trajectory` (format: docs/data-format.md).
-Collection is generic across domains: any ``gymnasium.Env[str, str]`` and any policy
-``(observation, info) -> action``.
+Generic across domains: any ``gymnasium.Env[str, str]`` and any policy ``(observation, info) ->
+action``; :func:`collect` runs a registered domain's reference env with one of the baseline
+policies and writes the offline JSONL format (:mod:`dreamgym_env.replay.jsonl`).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from pydantic import ValidationError
 from tqdm.auto import tqdm
 
-from dreamgym_env.envs.domain import Policy
-from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.agents.registry import make_policy
+from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Step, Task, Trajectory
 
 PathLike = str | Path
 
 
-# -- JSONL I/O ---------------------------------------------------------------------------------
-def write_trajectories(path: PathLike, trajectories: Iterable[Trajectory], *, append: bool = False) -> int:
-    """Write one JSON line per trajectory; returns how many were written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("a" if append else "w", encoding="utf-8") as handle:
-        for trajectory in trajectories:
-            handle.write(trajectory.model_dump_json() + "\n")
-            count += 1
-    return count
-
-
-def iter_trajectories(path: PathLike) -> Iterator[Trajectory]:
-    """Read trajectories lazily; a bad line raises :class:`DataError` naming the file and line."""
-    path = Path(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read offline trajectories from {path}: {exc}") from exc
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield Trajectory.model_validate_json(line)
-            except ValidationError as exc:
-                raise DataError(f"{path}:{number}: not a trajectory: {exc.errors()[0]['msg']}") from exc
-
-
-def read_trajectories(path: PathLike) -> list[Trajectory]:
-    """Read every trajectory of a JSONL file."""
-    return list(iter_trajectories(path))
-
-
-# -- collection --------------------------------------------------------------------------------
 def run_episode(
     env: gym.Env, policy: Policy, *, task: Task | None = None, seed: int | None = None, policy_name: str = ""
 ) -> Trajectory:
@@ -184,7 +149,7 @@ class CollectSummary:
 
 
 def collect(
-    domain: str,
+    domain: str | Domain,
     policy: str,
     episodes: int,
     out: PathLike,
@@ -199,9 +164,6 @@ def collect(
     ``policy`` is ``expert``, ``noisy`` (expert, ``epsilon``-random) or ``random``. Episodes are
     truncated at the domain's ``max_episode_steps``. Trajectories are written as they end.
     """
-    from dreamgym_env.agents.registry import make_policy
-    from dreamgym_env.envs.domains import get_domain
-
     pack = get_domain(domain)
     env = pack.make_reference_env(split=split, max_steps=pack.max_episode_steps)
     actor = make_policy(policy, pack, seed=seed, epsilon=epsilon)

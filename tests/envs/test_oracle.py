@@ -3,12 +3,13 @@ from __future__ import annotations
 import pytest
 
 from dreamgym_env.agents import make_policy
+from dreamgym_env.agents.rollouts import collect_trajectories
+from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.envs.webshop.expert import WebShopExpert
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
-from dreamgym_env.experience.oracle import OracleExperienceModel
-from dreamgym_env.replay.offline import collect_trajectories
 from dreamgym_env.types import ExperienceRequest, Step
 
 
@@ -20,7 +21,7 @@ def trajectories():
 
 @pytest.fixture
 def oracle():
-    model = OracleExperienceModel()
+    model = OracleExperienceModel("webshop")
     yield model
     model.close()
 
@@ -31,6 +32,7 @@ def requests_of(trajectories):
             if step.action_valid:
                 yield (
                     ExperienceRequest(
+                        prompt=WEBSHOP_PROMPT,
                         task=trajectory.task,
                         history=trajectory.steps[max(0, i - 4) : i],
                         state=step.state,
@@ -80,7 +82,7 @@ def test_synthetic_env_backed_by_the_oracle_replays_the_reference_env(oracle):
 
 def test_error_rate_corrupts_about_that_share(trajectories):
     pairs = list(requests_of(trajectories))
-    model = OracleExperienceModel(error_rate=0.3, seed=1)
+    model = OracleExperienceModel("webshop", error_rate=0.3, seed=1)
     try:
         answers = model.predict_sync([request for request, _ in pairs])
         wrong = sum(
@@ -92,7 +94,7 @@ def test_error_rate_corrupts_about_that_share(trajectories):
         assert corrupted == pytest.approx(wrong, abs=len(pairs) * 0.05)
         assert {"corrupted_action", "corrupted_task", "corrupted_reward"} <= set(model.stats)
         # the same seed corrupts the same requests
-        twin = OracleExperienceModel(error_rate=0.3, seed=1)
+        twin = OracleExperienceModel("webshop", error_rate=0.3, seed=1)
         assert [t.next_state for t in twin.predict_sync([r for r, _ in pairs])] == [
             a.next_state for a in answers
         ]
@@ -103,7 +105,7 @@ def test_error_rate_corrupts_about_that_share(trajectories):
 
 def test_a_corrupted_answer_is_a_page_the_next_request_can_start_from(trajectories):
     pairs = list(requests_of(trajectories))
-    model = OracleExperienceModel(error_rate=1.0, seed=5)
+    model = OracleExperienceModel("webshop", error_rate=1.0, seed=5)
     try:
         followed = 0
         for request, step in pairs:
@@ -118,7 +120,7 @@ def test_a_corrupted_answer_is_a_page_the_next_request_can_start_from(trajectori
             assert f"Instruction: {request.task.instruction}" in answer.next_state
             actions = [a for a in model.domain.admissible_actions(answer.next_state) or [] if "<" not in a]
             for action in actions[:2] or ["search[red shoes]"]:
-                follow = ExperienceRequest(task=request.task, state=answer.next_state, action=action)
+                follow = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=request.task, state=answer.next_state, action=action)
                 assert model.predict_one(follow).next_state  # answered, no ExperienceModelError
                 followed += 1
         assert followed > len(pairs) and model.stats["corrupted_task"] > 50
@@ -140,11 +142,12 @@ def test_replay_strategy_needs_whole_episodes(trajectories):
         def step(self, action):
             return env.step(action)
 
-    model = OracleExperienceModel(env=NoRestore())  # type: ignore[arg-type]
+    model = OracleExperienceModel("webshop", env=NoRestore())  # type: ignore[arg-type]
     try:
         trajectory = next(t for t in trajectories if len(t.steps) > 6)
         steps = trajectory.steps
         whole = ExperienceRequest(
+            prompt=WEBSHOP_PROMPT,
             task=trajectory.task, history=steps[:5], state=steps[5].state, action=steps[5].action
         )
         answer = model.predict_one(whole)
@@ -160,7 +163,7 @@ def test_foreign_state_is_an_error(oracle, trajectories):
     task = trajectories[0].task
     with pytest.raises(ExperienceModelError, match="cannot answer"):
         oracle.predict_one(
-            ExperienceRequest(task=task, state="WebShop | nowhere\nx", action="click[Buy Now]")
+            ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state="WebShop | nowhere\nx", action="click[Buy Now]")
         )
     request = next(requests_of([trajectories[0]]))[0]
     junk = [
@@ -174,4 +177,4 @@ def test_foreign_state_is_an_error(oracle, trajectories):
 
 def test_bad_error_rate():
     with pytest.raises(ConfigurationError):
-        OracleExperienceModel(error_rate=1.5)
+        OracleExperienceModel("webshop", error_rate=1.5)

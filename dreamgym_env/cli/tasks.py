@@ -19,7 +19,8 @@ from dreamgym_env.curriculum.generator import (
     TaskGenerator,
 )
 from dreamgym_env.curriculum.stats import TaskStats
-from dreamgym_env.envs.domains import get_domain
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.config import UNSET, EndpointConfig
 from dreamgym_env.types import Task
@@ -31,7 +32,7 @@ console = Console()
 
 
 def seed_pool(
-    domain: str, *, stats: str | Path | None = None, split: str = "train", seed: int = 0
+    domain: str | Domain, *, stats: str | Path | None = None, split: str = "train", seed: int = 0
 ) -> list[Task]:
     """Seed tasks, best first: by reward variance from a statistics file, else the split shuffled."""
     tasks = list(get_domain(domain).tasks(split))  # type: ignore[arg-type]
@@ -50,7 +51,7 @@ def seed_pool(
 
 
 def generate_tasks(
-    domain: str,
+    domain: str | Domain,
     n: int,
     out: str | Path,
     *,
@@ -70,8 +71,9 @@ def generate_tasks(
     """
     if n < 1:
         raise ConfigurationError(f"n must be >= 1, got {n}")
-    pool = seed_pool(domain, stats=stats, split=split, seed=seed)
-    generator = TaskGenerator(chat, domain, per_call=per_call, concurrency=concurrency)
+    pack = get_domain(domain)
+    pool = seed_pool(pack, stats=stats, split=split, seed=seed)
+    generator = TaskGenerator(chat, pack, per_call=per_call, concurrency=concurrency)
     budget = 3 * -(-n // per_call)
     total = GenerationReport()
     path = Path(out)
@@ -122,7 +124,7 @@ def stats_table(path: str | Path, *, top: int = 20) -> Table:
 @tasks_app.command("generate")
 def generate_command(
     out: Annotated[Path, typer.Option(help="Output JSONL file, one task per line.")],
-    domain: Annotated[str, typer.Option(help="Domain of the tasks.")] = "webshop",
+    domain: Annotated[str | None, typer.Option(help="Domain of the tasks (default: the first registered, see `dreamgym envs`).")] = None,
     n: Annotated[int, typer.Option("--n", help="How many tasks to write.")] = 100,
     stats: Annotated[
         Path | None, typer.Option(help="Curriculum statistics (SQLite): seed the highest-variance tasks.")
@@ -145,7 +147,7 @@ def generate_command(
     chat = EndpointChat(config, temperature=temperature)
     try:
         report = generate_tasks(
-            domain,
+            get_domain(domain) if domain else default_domain(),
             n,
             out,
             chat=chat,

@@ -11,11 +11,12 @@ from typing import Annotated, cast
 
 import typer
 
+from dreamgym_env.envs.registry import default_domain
 from dreamgym_env.errors import DreamGymError
 
 
 def sim2real_command(
-    domain: Annotated[str, typer.Option(help="Domain pack to run on.")] = "webshop",
+    domain: Annotated[str | None, typer.Option(help="Domain pack to run on (default: the first registered, see `dreamgym envs`).")] = None,
     algo: Annotated[str, typer.Option(help="RL algorithm: 'ppo' (sb3-contrib MaskablePPO).")] = "ppo",
     real_steps: Annotated[
         int, typer.Option(help="Real-env steps of the PPO (real env) baseline: N.")
@@ -54,7 +55,7 @@ def sim2real_command(
     console = Console()
     try:
         config = Sim2RealConfig(
-            domain=domain,
+            domain=domain or default_domain().name,
             algo=algo,
             real_steps=real_steps,
             synthetic_steps=synthetic_steps,
@@ -71,7 +72,7 @@ def sim2real_command(
     except DreamGymError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(code=2) from exc
-    table = Table(title=f"Sim-to-real on {domain} ({report.seconds / 60:.1f} min)")
+    table = Table(title=f"Sim-to-real on {config.domain} ({report.seconds / 60:.1f} min)")
     for column in ("Method", "Experience model", "Real steps", "Synthetic steps", "Success (%)"):
         table.add_column(column, justify="right" if "steps" in column or "%" in column else "left")
     for run in report.runs:

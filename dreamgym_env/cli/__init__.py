@@ -12,10 +12,10 @@ from rich.markup import escape
 
 import dreamgym_env  # noqa: F401  (registers the ids)
 from dreamgym_env.agents import make_policy
-from dreamgym_env.curriculum.cli import tasks_app
-from dreamgym_env.envs.registration import REFERENCE_IDS, SYNTHETIC_IDS
-from dreamgym_env.replay.cli import buffer_app
-from dreamgym_env.rl.sim2real_cli import sim2real_command
+from dreamgym_env.cli.buffer import buffer_app
+from dreamgym_env.cli.sim2real import sim2real_command
+from dreamgym_env.cli.tasks import tasks_app
+from dreamgym_env.envs.registry import default_domain, get_domain, reference_id, synthetic_id
 
 app = typer.Typer(
     help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
@@ -43,7 +43,7 @@ def demo(
         typer.Option(help="Preset (qwen-0.5b, qwen-1.5b), a .gguf file or an endpoint model name."),
     ] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Synthetic episodes to play.")] = 2,
-    domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
+    domain: Annotated[str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode at most.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the tasks.")] = 0,
     replay: Annotated[
@@ -56,7 +56,7 @@ def demo(
     run_demo(
         model=model,
         episodes=episodes,
-        domain=domain,
+        domain=domain or default_domain().name,
         max_steps=max_steps,
         seed=seed,
         replay=replay,
@@ -66,7 +66,7 @@ def demo(
 
 @app.command()
 def episode(
-    domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
+    domain: Annotated[str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")] = None,
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
     reference: Annotated[
         bool, typer.Option(help="Run the reference env instead of the synthetic one.")
@@ -74,9 +74,10 @@ def episode(
     seed: Annotated[int, typer.Option(help="Seed of the task draw and the policy.")] = 0,
 ) -> None:
     """Run one episode and print each step: action, reasoning, next state, reward."""
-    env_id = (REFERENCE_IDS if reference else SYNTHETIC_IDS)[domain]
+    pack = get_domain(domain) if domain else default_domain()
+    env_id = reference_id(pack) if reference else synthetic_id(pack)
     env = gym.make(env_id)
-    act = make_policy(policy, domain, seed=seed)
+    act = make_policy(policy, pack, seed=seed)
     obs, info = env.reset(seed=seed)
     console.rule(f"{env_id} · task {info['task_id']}")
     console.print(obs, markup=False, highlight=False)
@@ -98,7 +99,7 @@ def episode(
 @app.command()
 def collect(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one trajectory a line).")],
-    domain: Annotated[str, typer.Option(help="Domain pack.")] = "webshop",
+    domain: Annotated[str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")] = None,
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of tasks and policy.")] = 0,
@@ -106,9 +107,9 @@ def collect(
     epsilon: Annotated[float, typer.Option(help="Random-action share of the noisy policy.")] = 0.3,
 ) -> None:
     """Collect offline trajectories in the reference env (docs/data-format.md)."""
-    from dreamgym_env.replay.offline import collect as collect_trajectories
+    from dreamgym_env.agents.rollouts import collect as collect_trajectories
 
-    summary = collect_trajectories(domain, policy, episodes, out, seed=seed, split=split, epsilon=epsilon)
+    summary = collect_trajectories(get_domain(domain) if domain else default_domain(), policy, episodes, out, seed=seed, split=split, epsilon=epsilon)
     console.print(summary)
 
 

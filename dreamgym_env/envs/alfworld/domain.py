@@ -1,0 +1,102 @@
+"""The ALFWorld domain: a household text world where the agent finds, changes and places objects."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from dreamgym_env.envs.alfworld.goal import parse_instruction
+from dreamgym_env.envs.alfworld.grammar import parse_action
+from dreamgym_env.envs.alfworld.prompt import PROMPT
+from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
+from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS
+from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
+from dreamgym_env.types import Task
+
+if TYPE_CHECKING:
+    from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
+    from dreamgym_env.envs.alfworld.task_variations import ALFWorldTaskVariations
+
+DEFAULT_SCENE, DEFAULT_SEED = "kitchen", 0
+"""The room of a free instruction that states no goal of this domain."""
+
+
+class ALFWorldDomain(Domain):
+    """ALFWorld: text observations of one room, ALFWorld's commands (``go to cabinet 1`` ...)."""
+
+    name = "alfworld"
+    display_name = "ALFWorld"
+    max_episode_steps = MAX_EPISODE_STEPS
+    reward_modes = ("outcome", "score")
+
+    def parse_action(self, text: str) -> ParsedAction | ActionError:
+        return parse_action(text)
+
+    @property
+    def prompt(self) -> DomainPrompt:
+        return PROMPT
+
+    def tasks(self, split: Split = "train") -> Sequence[Task]:
+        """The generated tasks: 3,528 train and 504 test, in different rooms."""
+        from dreamgym_env.envs.alfworld.tasks import load_tasks
+
+        return load_tasks().split(split)
+
+    def make_task(self, instruction: str) -> Task:
+        """A task for a free instruction.
+
+        An instruction in one of ALFWorld's phrasings ("put a clean apple in fridge.") gets its
+        goal and the first train room where it is solvable, so the reference env can score it;
+        any other instruction starts in a default kitchen, with no goal.
+        """
+        from dreamgym_env.envs.alfworld.goal import GoalCheck
+        from dreamgym_env.envs.alfworld.household import Household
+        from dreamgym_env.envs.alfworld.state import start_text
+        from dreamgym_env.envs.alfworld.tasks import NUM_WORLDS, is_test_world, make_task, scene_of
+        from dreamgym_env.envs.alfworld.world import load_world
+
+        digest = hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:10]
+        task_id = f"alfworld-free-{digest}"
+        goal = parse_instruction(instruction)
+        if goal is not None:
+            for seed in range(NUM_WORLDS):
+                world = load_world(scene_of(seed), seed)
+                if is_test_world(seed) or goal.infeasibility(world) is not None:
+                    continue
+                if GoalCheck(goal, world).score(Household(world)) < 1.0:
+                    return make_task(task_id, world, goal, instruction=instruction)
+        world = load_world(DEFAULT_SCENE, DEFAULT_SEED)
+        metadata = {"scene": world.scene, "world_seed": world.seed}
+        return Task(
+            id=task_id,
+            domain=self.name,
+            instruction=instruction,
+            initial_state=start_text(world.receptacles, instruction),
+            metadata=metadata,
+        )
+
+    def make_reference_env(self, **kwargs: Any) -> ALFWorldRefEnv:
+        """The programmatic household (see :class:`~dreamgym_env.envs.alfworld.reference_env.ALFWorldRefEnv`)."""
+        from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
+
+        return ALFWorldRefEnv(**kwargs)
+
+    def expert_policy(self) -> Policy:
+        """A fresh expert (it plans from the task's room and goal, as ALFWorld's handcoded expert)."""
+        from dreamgym_env.envs.alfworld.expert import ALFWorldExpert
+
+        return ALFWorldExpert()
+
+    def task_variations(self) -> ALFWorldTaskVariations:
+        from dreamgym_env.envs.alfworld.task_variations import ALFWorldTaskVariations
+
+        return ALFWorldTaskVariations(self)
+
+    def admissible_actions(self, state: str) -> list[str] | None:
+        """``None``: one ALFWorld observation does not list the room, so the text cannot tell."""
+        return None
+
+    def invalid_action_feedback(self, state: str, error: ActionError) -> str:
+        """ALFWorld's answer to anything it cannot do."""
+        return NOTHING_HAPPENS

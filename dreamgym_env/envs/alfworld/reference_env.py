@@ -1,0 +1,254 @@
+"""ALFWorldRefEnv: the programmatic household, ground truth beside the synthetic ALFWorld env."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import gymnasium as gym
+
+from dreamgym_env.envs.alfworld.goal import Goal, GoalCheck
+from dreamgym_env.envs.alfworld.grammar import parse_command
+from dreamgym_env.envs.alfworld.household import Household
+from dreamgym_env.envs.alfworld.state import ALFWorldState
+from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
+from dreamgym_env.envs.domain import ActionError
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.spaces import UnicodeText
+from dreamgym_env.types import Task
+
+if TYPE_CHECKING:
+    from dreamgym_env.envs.alfworld.domain import ALFWorldDomain
+
+RewardMode = Literal["outcome", "score"]
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+MAX_EPISODE_STEPS = 50
+"""The registered horizon (ALFWorld's usual budget); the env itself truncates only at ``max_steps``."""
+
+
+class ALFWorldRefEnv(gym.Env[str, str]):
+    """A deterministic household text world with ALFWorld's commands, observations and goals.
+
+    ## Description
+    The reference env of the ALFWorld domain: seeded rooms (kitchen, bedroom, bathroom, living
+    room) with numbered receptacles and objects, and ALFWorld's six task families ("put a
+    clean apple in fridge.", "look at book under the desklamp.", "put two cd in drawer.").
+    It is ground truth for offline trajectories, for measuring how faithfully an experience
+    model predicts transitions, and for sim-to-real; never the default behind a synthetic id.
+    Commands and effects are those of :mod:`~dreamgym_env.envs.alfworld.household`.
+
+    ## Observation Space
+    ``UnicodeText``: ALFWorld's feedback text, e.g. ``You arrive at cabinet 1. The cabinet 1 is
+    closed.`` The structured state behind it is :attr:`abstract_state` (an
+    :class:`~dreamgym_env.envs.alfworld.state.ALFWorldState`; the text is its render).
+
+    ## Action Space
+    ``UnicodeText``: any string. Valid commands are ALFWorld's (``go to cabinet 1``, ``take
+    apple 1 from countertop 1``, ``put apple 1 in/on fridge 1``, ``open``/``close``, ``use
+    desklamp 1``, ``clean``/``heat``/``cool ... with ...``, ``examine``, ``inventory``,
+    ``look``); ``info["admissible_actions"]`` lists those valid now. Any other string, or a
+    command that cannot be done now, gives ``Nothing happens.`` and changes nothing; it never
+    raises.
+
+    ## Rewards
+    ``info["score"]`` is the share of the goal's conditions met (the object has the needed
+    state; one, or two for ``pick_two``, in a receptacle of the target type; for the lamp
+    task, holding the object and a lamp on at the agent's location): 0, 0.5 or 1. With
+    ``reward="outcome"`` (the default) the reward is 1 at the step that satisfies the goal,
+    else 0; with ``reward="score"`` it is the change of the score, so that an episode's return
+    is its final score.
+
+    ## Starting State
+    The middle of the room: ``You are in the middle of a room. Looking quickly around you, you
+    see a cabinet 1, ..., and a toaster 1.`` followed by ``Your task is to: ...``.
+    ``reset(seed=..., options={"task": task})`` takes a :class:`~dreamgym_env.types.Task` of
+    this domain or a task id; without one it draws a task of ``split`` with the env's RNG.
+
+    ## Episode End
+    Terminated when the goal is satisfied. Truncated after ``max_steps`` steps when set
+    (``gym.make`` applies the registered :data:`MAX_EPISODE_STEPS` through ``TimeLimit``).
+
+    ## Info
+    ``task``, ``task_id``, ``source`` (``"real"``), ``admissible_actions``, and after a step
+    ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error``.
+
+    ## Arguments
+    | argument | default | meaning |
+    |---|---|---|
+    | ``split`` | ``"train"`` | where random tasks come from (``"train"``: 3,528, ``"test"``: 504) |
+    | ``tasks`` | ``None`` | an explicit task list instead of the split |
+    | ``reward`` | ``"outcome"`` | ``"outcome"`` (1 when won) or ``"score"`` (change of the goal score) |
+    | ``max_steps`` | ``None`` | truncate after this many steps (``None``: no limit of its own) |
+    | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
+    | ``max_text_length`` | ``16384`` | the text spaces' maximum length |
+
+    ALFWorld's observations are not Markov, so :meth:`restore` cannot put the env at a state
+    text (``restorable`` is False); :meth:`replay` resets to a task and replays its actions.
+
+    ## Version History
+    * v0: first release.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    restorable: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        tasks: Sequence[Task] | None = None,
+        reward: RewardMode = "outcome",
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+        max_text_length: int = 16_384,
+    ) -> None:
+        from dreamgym_env.envs.alfworld.domain import ALFWorldDomain
+
+        if reward not in ("outcome", "score"):
+            raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
+        if max_steps is not None and max_steps < 1:
+            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.domain: ALFWorldDomain = ALFWorldDomain()
+        self.task_set = load_tasks()
+        self.split = split
+        self._tasks = tuple(tasks) if tasks is not None else self.task_set.split(split)
+        self._by_id = self.task_set.by_id if tasks is None else {t.id: t for t in self._tasks}
+        self.reward_mode: RewardMode = reward
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText(max_text_length)
+        self.action_space = UnicodeText(max_text_length)
+        self.task: Task | None = None
+        self.goal: Goal | None = None
+        self.house: Household | None = None
+        self._check: GoalCheck | None = None
+        self.elapsed_steps = 0
+        self.last_score = 0.0
+        self._done = True
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def tasks(self) -> Sequence[Task]:
+        return self._tasks
+
+    @property
+    def state(self) -> str:
+        """The current observation text."""
+        return self.house.text if self.house is not None else ""
+
+    @property
+    def abstract_state(self) -> ALFWorldState:
+        """The structured state behind :attr:`state` (``render(env.abstract_state) == env.state``)."""
+        if self.house is None:
+            raise ConfigurationError("call reset() before reading abstract_state")
+        return self.house.abstract_state()
+
+    def admissible_actions(self) -> list[str]:
+        """The commands valid now, as ALFWorld lists them (sorted)."""
+        return list(self.house.admissible()) if self.house is not None else []
+
+    def resolve_task(self, spec: Task | str | None) -> Task:
+        """Turn a Task or task id into a Task; ``None`` draws one of the env's tasks at random."""
+        if spec is None:
+            if not self._tasks:
+                raise ConfigurationError("this env has no tasks to draw from")
+            return self._tasks[int(self.np_random.integers(len(self._tasks)))]
+        if isinstance(spec, str):
+            task = self._by_id.get(spec) or self.task_set.by_id.get(spec)
+            if task is None:
+                if " " in spec.strip():
+                    raise ConfigurationError(
+                        "the reference env needs a task with a goal and a room; free instructions are "
+                        "for the synthetic env"
+                    )
+                raise UnknownNameError("task id", spec, self._by_id)
+            return task
+        if not isinstance(spec, Task):
+            raise ConfigurationError(
+                f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
+            )
+        Goal.of_task(spec)
+        world_of(spec)
+        return spec
+
+    # -- gymnasium API -----------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        task = self.resolve_task((options or {}).get("task"))
+        world = world_of(task)
+        self.task, self.goal = task, Goal.of_task(task)
+        self.house = Household(world, task.instruction)
+        self._check = GoalCheck(self.goal, world)
+        self.elapsed_steps, self.last_score, self._done = 0, self._check.score(self.house), False
+        info = {
+            "task": task,
+            "task_id": task.id,
+            "source": "real",
+            "admissible_actions": self.admissible_actions(),
+        }
+        return self.state, info
+
+    def step(self, action: str) -> StepResult:
+        house, check, task = self.house, self._check, self.task
+        if house is None or check is None or task is None or self._done:
+            raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
+        command = parse_command(action)
+        self.elapsed_steps += 1
+        truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
+        info: dict[str, Any] = {"task": task, "task_id": task.id, "source": "real"}
+        if isinstance(command, ActionError):
+            house.nothing_happens()
+            valid, error = False, command.message
+        else:
+            valid = house.apply(command)
+            error = "" if valid else f"{command.text!r} cannot be done here and now"
+        reward = 0.0
+        score = self.last_score
+        if valid:
+            score = check.score(house)
+            if self.reward_mode == "score":
+                reward = score - self.last_score
+        won = score >= 1.0
+        if won and self.reward_mode == "outcome":
+            reward = 1.0
+        self.last_score = score
+        self._done = won or truncated
+        info.update(action_valid=valid, score=score, won=won)
+        if not valid:
+            info["error"] = error
+        info["admissible_actions"] = list(house.admissible())
+        if self.render_mode == "human":
+            print(f"> {action}\n{house.text}")
+        return house.text, reward, won, truncated and not won, info
+
+    def replay(self, task: Task | str, actions: Sequence[str]) -> tuple[str, dict[str, Any]]:
+        """Reset to ``task`` and take ``actions``; returns the last observation and info.
+
+        Deterministic: the same task and actions always give the same state, which is how the
+        oracle experience model reaches a state of a non-Markov episode. Raises
+        :class:`~dreamgym_env.errors.ConfigurationError` when the episode ends before the last
+        action.
+        """
+        observation, info = self.reset(options={"task": task})
+        for i, action in enumerate(actions):
+            if self._done:
+                raise ConfigurationError(f"the episode ended after {i} of {len(actions)} actions")
+            observation, _, _, _, info = self.step(action)
+        return observation, info
+
+    def restore(self, task: Task, state: str) -> None:
+        """Not possible here: a text does not determine the room's state (use :meth:`replay`)."""
+        raise ConfigurationError(
+            "ALFWorld observations are not Markov: replay the episode's actions with env.replay(task, actions)"
+        )
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.state
+        if self.render_mode == "human":
+            print(self.state)
+        return None
