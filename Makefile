@@ -23,10 +23,14 @@ demo: venv
 test: venv
 	$(PIP) torch==2.13.0 -e ".[$(TEST_EXTRAS)]"
 	$(BIN)/ruff check dreamgym_env tests benchmarks examples
+	$(BIN)/lint-imports
+	$(BIN)/mypy dreamgym_env
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check dreamgym_env tests benchmarks examples
+	$(BIN)/lint-imports
+	$(BIN)/mypy dreamgym_env
 	$(BIN)/ruff format --check dreamgym_env
 
 clean:

@@ -2,7 +2,7 @@
 
 A scripted policy (the domain's expert) plays a few episodes of the synthetic env. Every action
 is also given to the domain's reference env, from the same page where the reference env can
-continue from the synthetic page (WebShop can when the model reproduced a real page), otherwise
+continue from the synthetic state (a restorable one can, when the model reproduced a real state), otherwise
 from the reference env's own page. Each step shows the model's next state and reward beside the
 real ones; the summary gives steps, seconds per step, reward agreement and next-state similarity.
 
@@ -37,7 +37,7 @@ from rich.text import Text
 from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
-from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
@@ -224,7 +224,7 @@ def run_demo(
     *,
     model: str | None = None,
     episodes: int = DEFAULT_EPISODES,
-    domain: str = "webshop",
+    domain: str | Domain | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     seed: int = 0,
     replay: bool = True,
@@ -239,7 +239,8 @@ def run_demo(
         model: a preset name (``qwen-0.5b``), a GGUF file, or an endpoint model name; ``None``
             chooses as ``gym.make`` does (an endpoint if configured, else the local model).
         episodes: synthetic episodes to play.
-        domain: the domain pack (it needs a reference env and an expert policy).
+        domain: the domain pack, a name or a ``Domain`` (default: the first registered); it needs
+            a reference env and an expert policy.
         max_steps: steps per episode at most.
         seed: seed of the task choice.
         replay: ground the model in a replay buffer of expert trajectories (training tasks).
@@ -251,11 +252,11 @@ def run_demo(
     if episodes < 1 or max_steps < 1:
         raise ConfigurationError(f"episodes and max_steps must be >= 1, got {episodes} and {max_steps}")
     console = console or Console()
-    pack = get_domain(domain)
+    pack = get_domain(domain) if domain is not None else default_domain()
     reference = pack.make_reference_env(split="test")
     tasks = list(getattr(reference.unwrapped, "tasks", None) or pack.tasks("test"))
     if not tasks:
-        raise ConfigurationError(f"domain {domain!r} has no test tasks to run")
+        raise ConfigurationError(f"domain {pack.name!r} has no test tasks to run")
     order = np.random.default_rng(seed).permutation(len(tasks))
     chosen = [tasks[int(i)] for i in order[:episodes]]
     owned = experience_model is None
@@ -277,7 +278,7 @@ def run_demo(
         if owned:
             model_obj.close()
     summary = _summarise(
-        records, model_obj, domain, episodes, time.perf_counter() - started, load_s, replay_transitions
+        records, model_obj, pack.name, episodes, time.perf_counter() - started, load_s, replay_transitions
     )
     console.print(_summary_table(summary))
     return summary

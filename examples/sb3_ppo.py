@@ -68,9 +68,10 @@ def parse_options() -> Options:
 def main(options: Options) -> float:
     # -- setup --------------------------------------------------------------------------------
     torch.set_num_threads(1)
-    domain = get_domain("webshop")
-    synthetic = gym.spec(options.env_id).entry_point == "dreamgym_env.envs.synthetic:DreamEnv"
-    env_kwargs: dict = {"reward": options.reward} if not synthetic and options.reward == "score" else {}
+    spec = gym.spec(options.env_id)
+    domain = get_domain(spec.kwargs["domain"])  # every DreamGym id names its domain pack
+    synthetic = spec.entry_point == "dreamgym_env.envs.synthetic:DreamEnv"
+    env_kwargs: dict = {"reward": options.reward} if not synthetic else {}
     if synthetic:
         reward = "score" if options.reward == "score" else "outcome"
         env_kwargs["experience_model"] = make_experience_model(

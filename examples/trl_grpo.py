@@ -69,7 +69,7 @@ def main(options: Options) -> list[dict]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from trl import GRPOConfig, GRPOTrainer
 
-    domain = get_domain("webshop")
+    domain = get_domain(gym.spec(options.env_id).kwargs["domain"])  # every DreamGym id names its pack
     tasks = list(domain.tasks("train")[: options.num_tasks])
     reward = "score" if options.reward == "score" else "outcome"
     env_kwargs: dict = {"max_episode_steps": options.max_turns}
@@ -88,7 +88,7 @@ def main(options: Options) -> list[dict]:
             tokenizer.pad_token = tokenizer.eos_token
     else:  # an untrained ~100k-parameter model: it shows that the pipeline runs, nothing more
         tokenizer = train_tokenizer(
-            [domain_prompt(get_domain(ENV_DOMAIN))(t) for t in tasks] + ["search[query] click[Buy Now]"], 512
+            [domain_prompt(domain)(t) for t in tasks] + ["search[query] click[Buy Now]"], 512
         )
         policy = tiny_llama(tokenizer, seed=options.seed)
     rollout = EnvRollout(

@@ -43,7 +43,9 @@ def demo(
         typer.Option(help="Preset (qwen-0.5b, qwen-1.5b), a .gguf file or an endpoint model name."),
     ] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Synthetic episodes to play.")] = 2,
-    domain: Annotated[str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
+    ] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode at most.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the tasks.")] = 0,
     replay: Annotated[
@@ -66,7 +68,9 @@ def demo(
 
 @app.command()
 def episode(
-    domain: Annotated[str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
+    ] = None,
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
     reference: Annotated[
         bool, typer.Option(help="Run the reference env instead of the synthetic one.")
@@ -99,7 +103,9 @@ def episode(
 @app.command()
 def collect(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one trajectory a line).")],
-    domain: Annotated[str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")] = None,
+    domain: Annotated[
+        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
+    ] = None,
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of tasks and policy.")] = 0,
@@ -109,7 +115,15 @@ def collect(
     """Collect offline trajectories in the reference env (docs/data-format.md)."""
     from dreamgym_env.agents.rollouts import collect as collect_trajectories
 
-    summary = collect_trajectories(get_domain(domain) if domain else default_domain(), policy, episodes, out, seed=seed, split=split, epsilon=epsilon)
+    summary = collect_trajectories(
+        get_domain(domain) if domain else default_domain(),
+        policy,
+        episodes,
+        out,
+        seed=seed,
+        split=split,
+        epsilon=epsilon,
+    )
     console.print(summary)
 
 

@@ -16,7 +16,10 @@ from dreamgym_env.errors import DreamGymError
 
 
 def sim2real_command(
-    domain: Annotated[str | None, typer.Option(help="Domain pack to run on (default: the first registered, see `dreamgym envs`).")] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(help="Domain pack to run on (default: the first registered, see `dreamgym envs`)."),
+    ] = None,
     algo: Annotated[str, typer.Option(help="RL algorithm: 'ppo' (sb3-contrib MaskablePPO).")] = "ppo",
     real_steps: Annotated[
         int, typer.Option(help="Real-env steps of the PPO (real env) baseline: N.")
@@ -36,9 +39,12 @@ def sim2real_command(
         str, typer.Option(help="Comma-separated error rates of the oracle, e.g. 0,0.05,0.1,0.2,0.4.")
     ] = "0",
     reward: Annotated[
-        str,
-        typer.Option(help="'score' (WebShop's purchase score) or 'outcome' (1 when the task is completed)."),
-    ] = "score",
+        str | None,
+        typer.Option(
+            help="'score' (the domain's shaped score) or 'outcome' (1 when the task is completed); "
+            "default: the score where the domain's reference env has one."
+        ),
+    ] = None,
     eval_tasks: Annotated[int, typer.Option(help="Test-split tasks every agent is evaluated on.")] = 500,
     workers: Annotated[int, typer.Option(help="Training runs in parallel (one per core).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,

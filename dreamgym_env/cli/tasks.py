@@ -124,7 +124,10 @@ def stats_table(path: str | Path, *, top: int = 20) -> Table:
 @tasks_app.command("generate")
 def generate_command(
     out: Annotated[Path, typer.Option(help="Output JSONL file, one task per line.")],
-    domain: Annotated[str | None, typer.Option(help="Domain of the tasks (default: the first registered, see `dreamgym envs`).")] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(help="Domain of the tasks (default: the first registered, see `dreamgym envs`)."),
+    ] = None,
     n: Annotated[int, typer.Option("--n", help="How many tasks to write.")] = 100,
     stats: Annotated[
         Path | None, typer.Option(help="Curriculum statistics (SQLite): seed the highest-variance tasks.")

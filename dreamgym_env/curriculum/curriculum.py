@@ -147,7 +147,9 @@ class Curriculum:
             base = sub_envs[0]
         tasks, domain = getattr(base, "tasks", None), getattr(base, "domain", None)
         if tasks is None or domain is None:
-            raise ConfigurationError(f"{type(base).__name__} has no tasks and domain to build a curriculum from")
+            raise ConfigurationError(
+                f"{type(base).__name__} has no tasks and domain to build a curriculum from"
+            )
         generator = TaskGenerator(chat, domain) if chat is not None else None
         return cls(list(tasks), generator=generator, **kwargs)
 

@@ -304,11 +304,12 @@ class TaskGenerator:
                 report.calls += 1
                 report.prompt_tokens += reply.prompt_tokens
                 report.completion_tokens += reply.completion_tokens
-                candidates = parse_candidates(reply.text)
+                text = reply.text or ""  # an answer without a choice is malformed like an empty one
+                candidates = parse_candidates(text)
                 if isinstance(candidates, str):
                     cut = " (cut at the token limit)" if reply.finish_reason == "length" else ""
                     report.rejected.append(
-                        Rejection("malformed", candidates + cut, None, excerpt(reply.text))
+                        Rejection("malformed", candidates + cut, None, excerpt(text))
                     )
                     continue
                 for candidate in candidates:

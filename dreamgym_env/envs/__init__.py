@@ -4,7 +4,12 @@ Importing this package registers the built-in packs (each registers itself in it
 ``__init__``) and their ``DreamGym/*`` Gymnasium ids.
 """
 
-from dreamgym_env.envs import webshop  # noqa: F401  (registers itself)
+# The packs register themselves on import; the first registered is the commands' default domain.
+# isort: off
+from dreamgym_env.envs import webshop  # noqa: F401
+from dreamgym_env.envs import alfworld  # noqa: F401
+from dreamgym_env.envs import webarena  # noqa: F401
+# isort: on
 from dreamgym_env.envs.domain import (
     ACTION_SLOT,
     ActionError,

@@ -53,7 +53,33 @@ ACTION_SLOT = re.compile(r"<[A-Za-z_][A-Za-z0-9_ ]*>")
 convention every domain shares. :meth:`Domain.fill_slots` fills it."""
 
 GENERIC_STOPWORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "i", "in", "is", "it", "me", "my", "of", "on", "or", "that", "the", "this", "to", "with", "you"]
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "with",
+        "you",
+    ]
 )
 """English words that tell no candidate action from another."""
 

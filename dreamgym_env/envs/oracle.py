@@ -201,9 +201,7 @@ class OracleExperienceModel(ExperienceModel):
             answer = self._step(other_task, moved, request.action, moved.state)
         except ExperienceModelError:
             return None
-        answer = answer.model_copy(
-            update={"next_state": answer.next_state.replace(theirs, mine)}
-        )
+        answer = answer.model_copy(update={"next_state": answer.next_state.replace(theirs, mine)})
         return answer if self._continuable(request.task, answer) else None
 
     def _other_task_search(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
@@ -211,7 +209,9 @@ class OracleExperienceModel(ExperienceModel):
         start = request.task.initial_state
         if not self.restorable or not start:
             return None
-        template = next((a for a in self.domain.admissible_actions(start) or [] if ACTION_SLOT.search(a)), None)
+        template = next(
+            (a for a in self.domain.admissible_actions(start) or [] if ACTION_SLOT.search(a)), None
+        )
         filled = self.domain.fill_slots(template, other_task, start) if template is not None else []
         if not filled:
             return None

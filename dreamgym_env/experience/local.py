@@ -47,7 +47,7 @@ from dreamgym_env.types import ExperienceRequest, Transition
 logger = logging.getLogger(__name__)
 
 DEFAULT_N_CTX: Final = 8192
-"""Context window: the longest WebShop prompt with history and demonstrations plus the answer."""
+"""Context window: the longest prompt of the built-in domains, with history and demonstrations, plus the answer."""
 DEFAULT_MAX_TOKENS: Final = 2048
 """Enough for the schema's longest answer (1,200 + 4,000 characters)."""
 DEFAULT_TEMPERATURE: Final = 0.0

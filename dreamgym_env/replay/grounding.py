@@ -195,6 +195,8 @@ class ReplayGrounder:
         def listener(task: Task, step: Step, step_index: int) -> None:
             if step_index <= 0:
                 episode["id"] = uuid.uuid4().hex
-            self.record(task, step, source="synthetic", episode_id=episode["id"], step_index=max(step_index, 0))
+            self.record(
+                task, step, source="synthetic", episode_id=episode["id"], step_index=max(step_index, 0)
+            )
 
         return listener

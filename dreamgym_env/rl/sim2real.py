@@ -190,7 +190,11 @@ def make_experience_model(
 
 def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
     return make_experience_model(
-        config.model, config.domain, error_rate=error_rate, reward=config.reward or "outcome", seed=config.seed
+        config.model,
+        config.domain,
+        error_rate=error_rate,
+        reward=config.reward or "outcome",
+        seed=config.seed,
     )
 
 

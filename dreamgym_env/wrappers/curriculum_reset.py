@@ -156,7 +156,9 @@ class CurriculumReset(_DriverAccess, gym.Wrapper[Any, Any, Any, Any]):
         num_seeds: int = DEFAULT_NUM_SEEDS,
     ) -> None:
         if isinstance(env, VectorEnv):
-            raise ConfigurationError("CurriculumReset wraps a single env; use CurriculumResetVector for vector envs")
+            raise ConfigurationError(
+                "CurriculumReset wraps a single env; use CurriculumResetVector for vector envs"
+            )
         if not isinstance(env, gym.Env):
             raise ConfigurationError(f"CurriculumReset wraps a gymnasium Env, got {type(env).__name__}")
         super().__init__(env)

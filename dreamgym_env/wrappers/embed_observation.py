@@ -47,7 +47,6 @@ _BRACKETED = re.compile(r"\[([^\[\]\n]+)\]")
 _LABELLED = re.compile(r"^\s*[a-z_]+\s*\[(.+)\]\s*$", re.IGNORECASE | re.DOTALL)
 
 
-
 @lru_cache(maxsize=65_536)
 def words(text: str, stopwords: frozenset[str] = frozenset()) -> frozenset[str]:
     """Lower-case word tokens of ``text``, without ``stopwords``."""
@@ -139,7 +138,11 @@ class EmbedObservation(gym.Wrapper):
             )
         domain = domain_of(env)
         if horizon is None:
-            horizon = domain.max_episode_steps if domain is not None else getattr(env.spec, "max_episode_steps", None)
+            horizon = (
+                domain.max_episode_steps
+                if domain is not None
+                else getattr(env.spec, "max_episode_steps", None)
+            )
         if horizon is None or horizon < 1:
             raise ConfigurationError(
                 f"horizon must be >= 1, got {horizon} (pass horizon= for an env without a domain or a step limit)"

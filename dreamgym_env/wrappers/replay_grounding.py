@@ -159,7 +159,9 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         next_state_chars: int | None = DEMO_NEXT_STATE_CHARS,
     ) -> None:
         if isinstance(env, VectorEnv):
-            raise ConfigurationError("ReplayGrounding wraps a single env; use VectorReplayGrounding for vector envs")
+            raise ConfigurationError(
+                "ReplayGrounding wraps a single env; use VectorReplayGrounding for vector envs"
+            )
         _check_text_spaces(type(self).__name__, env.observation_space, env.action_space)
         super().__init__(env)
         self.grounder = ReplayGrounder(

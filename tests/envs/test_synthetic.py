@@ -25,7 +25,8 @@ def test_reset_gives_task_initial_state(scripted_model, webshop_task):
 def test_reset_is_seeded(scripted_model):
     env = DreamEnv("webshop", scripted_model)
     drawn = [env.reset(seed=s)[1]["task_id"] for s in (3, 4, 3)]
-    assert drawn[0] == drawn[2]
+    assert drawn[0] == drawn[2] and drawn[0] != drawn[1]
+    assert len({env.reset(seed=s)[1]["task_id"] for s in range(10)}) > 5
 
 
 def test_reset_by_id_and_instruction(scripted_model, webshop_task):

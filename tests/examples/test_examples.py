@@ -9,6 +9,8 @@ from types import ModuleType
 
 import pytest
 
+pytest.importorskip("stable_baselines3", reason="needs the extra that ships stable_baselines3")
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -21,13 +23,15 @@ def load(name: str) -> ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_sb3_ppo_example_runs_with_a_tiny_budget(capsys):
     example = load("sb3_ppo")
     options = example.Options(total_steps=256, num_envs=2, n_steps=32, eval_tasks=3, error_rate=0.1)
     success = example.main(options)
-    assert 0.0 <= success <= 1.0
     out = capsys.readouterr().out
-    assert "trained 256 steps" in out and "real-env test success" in out
+    assert "trained 256 steps" in out
+    assert f"real-env test success: {success:.1%} over 3 tasks" in out  # the rate over 3 evaluated tasks
+    assert round(success * 3, 9) in (0, 1, 2, 3)
 
 
 def test_sb3_ppo_example_on_the_reference_env(capsys):

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
+pytest.importorskip("stable_baselines3", reason="needs the extra that ships stable_baselines3")
+pytest.importorskip("sb3_contrib", reason="needs the extra that ships sb3_contrib")
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -32,6 +35,7 @@ def test_sb3_check_env_passes_on_the_wrapped_envs(scripted_model):
     check_env(wrap_for_sb3(WebShopRefEnv(split="test", max_steps=5), EMBEDDER, max_actions=8))
 
 
+@pytest.mark.slow
 def test_ppo_runs_2000_steps_on_a_wrapped_synthetic_env_and_learns_to_buy(scripted_model):
     # the scripted model answers every action with an item page whose [Buy Now] wins
     venv = DummyVecEnv([lambda: wrap_for_sb3(synthetic(scripted_model), EMBEDDER, max_actions=8)] * 4)

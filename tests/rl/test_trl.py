@@ -4,11 +4,15 @@ import os
 
 import pytest
 
+pytest.importorskip("trl", reason="needs the extra that ships trl")
+pytest.importorskip("transformers", reason="needs the extra that ships transformers")
+pytest.importorskip("datasets", reason="needs the extra that ships datasets")
+pytest.importorskip("tokenizers", reason="needs the extra that ships tokenizers")
+
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.rl.tiny_lm import tiny_llama, train_tokenizer
-from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.rl.trl import EnvRollout, domain_prompt, first_line
 
 default_prompt = domain_prompt(get_domain("webshop"))

@@ -4,11 +4,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from dreamgym_env.envs.webshop.domain import SHOPPING_STOPWORDS
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.wrappers.choice_actions import ChoiceActions
-from dreamgym_env.envs.webshop.domain import SHOPPING_STOPWORDS
 from dreamgym_env.wrappers.embed_observation import (
     CANDIDATE_FEATURES,
     EmbedObservation,

@@ -80,6 +80,7 @@ class ALFWorldDomain(Domain):
         """The programmatic household (see :class:`~dreamgym_env.envs.alfworld.reference_env.ALFWorldRefEnv`)."""
         from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
 
+        kwargs.setdefault("domain", self)
         return ALFWorldRefEnv(**kwargs)
 
     def expert_policy(self) -> Policy:

@@ -1,0 +1,1 @@
+"""The WebArena sites: seeded data, pages and the forms that change their state."""

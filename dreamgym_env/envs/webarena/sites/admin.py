@@ -1,0 +1,170 @@
+"""``shopping_admin``: the store's admin panel at ``http://admin.local``.
+
+URLs: ``/`` (dashboard), ``/sales/order?q=...&p=N`` (orders grid; the search matches an order
+number or a customer name), ``/sales/order/<number>`` (with the status form),
+``/customer?q=...``, ``/customer/<id>``, ``/catalog/product?q=...``, ``/catalog/product/<id>``
+(with the price form) and ``/reports/bestsellers?year=Y&month=M``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dreamgym_env.envs.webarena.sites.base import (
+    Node,
+    NotFound,
+    Outcome,
+    Page,
+    Request,
+    Site,
+    button,
+    combobox,
+    group,
+    heading,
+    link,
+    listing,
+    pager,
+    paginate,
+    text,
+    textbox,
+)
+from dreamgym_env.envs.webarena.sites.shopping import money, search_products
+from dreamgym_env.envs.webarena.sites.store import STATUSES, YEARS, Order, StoreState, bestsellers
+
+PAGE_SIZE = 20
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+
+
+class AdminSite(Site):
+    """The admin panel over the same :class:`StoreState` as the store front."""
+
+    host = "admin.local"
+    title = "Magento Admin"
+
+    def __init__(self, state: StoreState) -> None:
+        self.state = state
+        self.store = state.store
+
+    def _frame(self, title: str, *body: Node) -> Page:
+        menu = group(
+            "navigation",
+            link("Dashboard", self.url()),
+            link("Orders", self.url("/sales/order")),
+            link("Customers", self.url("/customer")),
+            link("Products", self.url("/catalog/product")),
+            link("Reports", self.url("/reports/bestsellers")),
+        )
+        return Page(f"{title} / Magento Admin", [menu, group("main", heading(title), *body)])
+
+    def page(self, request: Request) -> Page:
+        path = request.path
+        if path == "/":
+            orders = self.state.orders()
+            return self._frame("Dashboard", text(f"Lifetime Sales: {money(sum(o.total for o in orders))}"),
+                               text(f"Orders: {len(orders)}"), text(f"Customers: {len(self.store.customers)}"))
+        if path == "/sales/order":
+            return self._orders(request)
+        if path.startswith("/sales/order/") and path[13:].isdigit():
+            order = self.state.order(int(path[13:]))
+            if order is not None:
+                return self._order(order)
+        if path == "/customer":
+            query = request.get("q").lower()
+            found = [c for c in self.store.customers if query in f"{c.name} {c.email}".lower()]
+            rows = [[link(c.name, self.url(f"/customer/{c.id}")), text(c.email)] for c in found]
+            return self._frame("Customers", textbox("Search by keyword", "q", submit="find_customers",
+                                                     value=request.get("q")),
+                               text(f"{len(found)} records found"), listing(rows[:PAGE_SIZE]))
+        if path.startswith("/customer/") and path[10:].isdigit() and int(path[10:]) < len(self.store.customers):
+            c = self.store.customers[int(path[10:])]
+            return self._frame(c.name, text(f"Email: {c.email}"), text(f"Phone: {c.phone}"), text(f"City: {c.city}"),
+                               text(f"Customer Since: {c.since}"), link("Orders", self.url("/sales/order", q=c.name)))
+        if path == "/catalog/product":
+            products = search_products(self.store.products, request.get("q")) if request.get("q") else list(self.store.products)
+            shown, pages = paginate(products, request.int("p"), PAGE_SIZE)
+            rows = [[link(p.name, self.url(f"/catalog/product/{p.id}")), text(p.sku),
+                     text(f"Price: {money(self.state.price(p))}"), text(f"Quantity: {p.stock}")] for p in shown]
+            return self._frame("Products", textbox("Search by keyword", "q", submit="find_products", value=request.get("q")),
+                               text(f"{len(products)} records found"), listing(rows),
+                               *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, q=request.get("q")))
+        if path.startswith("/catalog/product/") and path[17:].isdigit() and int(path[17:]) < len(self.store.products):
+            p = self.store.products[int(path[17:])]
+            return self._frame(p.name, text(f"SKU: {p.sku}"), text(f"Category: {p.category}"),
+                               textbox("Price", "price", value=f"{self.state.price(p):.2f}", required=True),
+                               button("Save", "save_product", str(p.id)))
+        if path == "/reports/bestsellers":
+            return self._bestsellers(request)
+        raise NotFound(path)
+
+    def _orders(self, request: Request) -> Page:
+        query = " ".join(request.get("q").lower().split())
+        orders = self.state.orders()
+        if query:
+            orders = [o for o in orders if query in (str(o.number), self.store.customers[o.customer_id].name.lower())]
+        orders.sort(key=lambda o: -o.number)
+        page = request.int("p")
+        shown, pages = paginate(orders, page, PAGE_SIZE)
+        rows = [
+            [link(f"Order #{o.number}", self.url(f"/sales/order/{o.number}")), text(f"Purchase Date: {o.date}"),
+             text(f"Bill-to Name: {self.store.customers[o.customer_id].name}"),
+             text(f"Grand Total: {money(o.total)}"), text(f"Status: {o.status}")]
+            for o in shown
+        ]
+        return self._frame(
+            "Orders", textbox("Search by keyword", "q", submit="find_orders", value=request.get("q")),
+            text(f"{len(orders)} records found"), listing(rows),
+            *pager(self.host, "/sales/order", min(max(page, 1), pages), pages, q=request.get("q")),
+        )
+
+    def _order(self, order: Order) -> Page:
+        customer = self.store.customers[order.customer_id]
+        items = [[text(self.store.products[line.product_id].name), text(f"Qty: {line.qty}"),
+                  text(f"Price: {money(line.price)}")] for line in order.lines]
+        return self._frame(
+            f"Order #{order.number}", text(f"Order Date: {order.date}"), text(f"Order Status: {order.status}"),
+            link(customer.name, self.url(f"/customer/{customer.id}")), listing(items),
+            text(f"Grand Total: {money(order.total)}"),
+            combobox("Status", "status", STATUSES, order.status), button("Update Status", "set_status", str(order.number)),
+        )
+
+    def _bestsellers(self, request: Request) -> Page:
+        year = request.int("year", YEARS[-1])
+        month = request.int("month", 0)
+        if year not in YEARS or not 0 <= month <= 12:
+            raise NotFound(request.path)
+        periods = [link(str(y), self.url("/reports/bestsellers", year=y)) for y in YEARS]
+        months = [link(MONTHS[m - 1], self.url("/reports/bestsellers", year=year, month=m)) for m in range(1, 13)]
+        period = f"{MONTHS[month - 1]} {year}" if month else str(year)
+        ranked = bestsellers(self.store, year, month or None)[:10]
+        rows = [[text(f"Rank {i}"), text(product.name), text(f"Quantity: {qty}")] for i, (product, qty) in enumerate(ranked, 1)]
+        return self._frame("Bestsellers Report", group("navigation", *periods, name="Year"),
+                           group("navigation", *months, name="Month"), heading(f"Bestsellers in {period}"), listing(rows))
+
+    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
+        query = " ".join(values.get("q", "").split())
+        if op == "find_orders":
+            return Outcome(self.url("/sales/order", q=query))
+        if op == "find_customers":
+            return Outcome(self.url("/customer", q=query))
+        if op == "find_products":
+            return Outcome(self.url("/catalog/product", q=query))
+        if op == "set_status":
+            number = int(args[0])
+            status = values.get("status", "")
+            if status not in STATUSES:
+                return Outcome(self.url(f"/sales/order/{number}"), f"Unknown status {status!r}.")
+            self.state.statuses[number] = status
+            return Outcome(self.url(f"/sales/order/{number}"), "You updated the order status.")
+        if op == "save_product":
+            pid = int(args[0])
+            raw = values.get("price", "").strip().lstrip("$").replace(",", "")
+            try:
+                price = round(float(raw), 2)
+            except ValueError:
+                price = -1.0
+            if not 0 < price < 100_000:
+                return Outcome(self.url(f"/catalog/product/{pid}"), "Please enter a valid price.")
+            self.state.prices[pid] = price
+            return Outcome(self.url(f"/catalog/product/{pid}"), "You saved the product.")
+        raise NotFound(op)

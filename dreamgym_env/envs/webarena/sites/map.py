@@ -1,0 +1,168 @@
+"""``map``: an OpenStreetMap-like map at ``http://map.local``.
+
+URLs: ``/`` (search box), ``/search?q=...``, ``/place/<id>`` and
+``/directions?from=...&to=...&mode=car|bicycle|foot`` (the route form; with both ends known,
+the route's distance and time). Places lie on a plane; a route is 1.3 times the straight line
+and takes the time of its mode's speed (:data:`SPEEDS_KMH`). The map has no state to change.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+
+from rapidfuzz import fuzz
+
+from dreamgym_env.envs.webarena.sites.base import (
+    Node,
+    NotFound,
+    Outcome,
+    Page,
+    Request,
+    Site,
+    button,
+    group,
+    heading,
+    link,
+    listing,
+    text,
+    textbox,
+)
+
+SPEEDS_KMH = {"car": 45.0, "bicycle": 16.0, "foot": 5.0}
+MODE_LABELS = {"car": "Car", "bicycle": "Bicycle", "foot": "Foot"}
+ROAD_FACTOR = 1.3
+PLACES = (
+    ("Carnegie Mellon University", "university"), ("University of Pittsburgh", "university"),
+    ("Phipps Conservatory", "garden"), ("Carnegie Museum of Art", "museum"), ("Andy Warhol Museum", "museum"),
+    ("PNC Park", "stadium"), ("Acrisure Stadium", "stadium"), ("Pittsburgh International Airport", "airport"),
+    ("Union Station", "station"), ("Schenley Park", "park"), ("Frick Park", "park"), ("Point State Park", "park"),
+    ("Heinz History Center", "museum"), ("Mattress Factory", "museum"), ("National Aviary", "zoo"),
+    ("Pittsburgh Zoo", "zoo"), ("Kennywood", "amusement park"), ("Duquesne Incline", "attraction"),
+    ("Strip District Market", "market"), ("Allegheny General Hospital", "hospital"), ("UPMC Presbyterian", "hospital"),
+    ("Carnegie Library Main", "library"), ("Cathedral of Learning", "landmark"), ("Market Square", "square"),
+    ("Station Square", "mall"), ("Waterfront Mall", "mall"), ("Ross Park Mall", "mall"),
+    ("Millvale Riverfront Park", "park"), ("Hartwood Acres", "park"), ("Sewickley Heights", "park"),
+)
+STREETS = ("Forbes Avenue", "Fifth Avenue", "Liberty Avenue", "Penn Avenue", "Smithfield Street", "Grant Street",
+           "Butler Street", "Murray Avenue", "Centre Avenue", "Baum Boulevard")
+
+
+@dataclass(frozen=True)
+class Place:
+    id: int
+    name: str
+    kind: str
+    address: str
+    x: float
+    y: float
+
+
+@dataclass(frozen=True)
+class Route:
+    start: Place
+    end: Place
+    mode: str
+
+    @property
+    def km(self) -> float:
+        return round(ROAD_FACTOR * math.dist((self.start.x, self.start.y), (self.end.x, self.end.y)), 1)
+
+    @property
+    def minutes(self) -> int:
+        return max(1, round(60 * self.km / SPEEDS_KMH[self.mode]))
+
+    @property
+    def time(self) -> str:
+        """The time as OpenStreetMap shows it, ``h:mm``."""
+        return f"{self.minutes // 60}:{self.minutes % 60:02d}"
+
+
+@dataclass(frozen=True)
+class MapData:
+    seed: int
+    places: tuple[Place, ...]
+
+    def place(self, name: str) -> Place | None:
+        """The place of a name: exact (any case), else the closest name scoring at least 85."""
+        folded = " ".join(name.lower().split())
+        exact = next((p for p in self.places if p.name.lower() == folded), None)
+        if exact is not None or not folded:
+            return exact
+        best = max(self.places, key=lambda p: fuzz.WRatio(folded, p.name.lower()))
+        return best if fuzz.WRatio(folded, best.name.lower()) >= 85 else None
+
+
+@cache
+def load_map(seed: int) -> MapData:
+    """The places of ``seed``, built once per process."""
+    rng = random.Random(f"webarena-map-{seed}")
+    places = tuple(
+        Place(i, name, kind, f"{rng.randint(100, 9999)} {rng.choice(STREETS)}, Pittsburgh, PA {rng.randint(15201, 15299)}",
+              round(rng.uniform(0, 30), 2), round(rng.uniform(0, 30), 2))
+        for i, (name, kind) in enumerate(PLACES)
+    )
+    return MapData(seed, places)
+
+
+class MapSite(Site):
+    host = "map.local"
+    title = "OpenStreetMap"
+
+    def __init__(self, data: MapData) -> None:
+        self.data = data
+
+    def _frame(self, title: str, *body: Node) -> Page:
+        nav = group("navigation", link("OpenStreetMap", self.url()), textbox("Search", "q", submit="search"),
+                    link("Find directions between two points", self.url("/directions")))
+        return Page(f"{title} | OpenStreetMap" if title else "OpenStreetMap", [nav, group("main", *body)])
+
+    def page(self, request: Request) -> Page:
+        if request.path == "/":
+            return self._frame("", heading("Welcome to OpenStreetMap!"))
+        if request.path == "/search":
+            words = request.get("q").lower().split()
+            found = [p for p in self.data.places if words and all(w in f"{p.name} {p.kind}".lower() for w in words)]
+            rows = [[link(p.name, self.url(f"/place/{p.id}")), text(p.address)] for p in found]
+            return self._frame("Search", heading("Search Results"), listing(rows) if rows else text("No results found"))
+        if request.path.startswith("/place/") and request.path[7:].isdigit() and int(request.path[7:]) < len(self.data.places):
+            p = self.data.places[int(request.path[7:])]
+            return self._frame(p.name, heading(p.name), text(p.kind.capitalize()), text(f"Address: {p.address}"),
+                               link("Directions from here", self.url("/directions", **{"from": p.name})),
+                               link("Directions to here", self.url("/directions", to=p.name)))
+        if request.path == "/directions":
+            return self._directions(request)
+        raise NotFound(request.path)
+
+    def _directions(self, request: Request) -> Page:
+        start, end, mode = request.get("from"), request.get("to"), request.get("mode", "car")
+        if mode not in SPEEDS_KMH:
+            raise NotFound(mode)
+        body: list[Node] = [
+            heading("Directions"),
+            textbox("From", "from", value=start), textbox("To", "to", value=end),
+            group("radiogroup", *(
+                link(f"{label} (selected)" if m == mode else label, self.url("/directions", **{"from": start}, to=end, mode=m))
+                for m, label in MODE_LABELS.items()
+            )),
+            button("Go", "directions", mode),
+        ]
+        a, b = self.data.place(start), self.data.place(end)
+        if start and end and a is not None and b is not None:
+            route = Route(a, b, mode)
+            body += [text(f"Route from {a.name} to {b.name} by {MODE_LABELS[mode].lower()}"),
+                     text(f"Distance: {route.km}km. Time: {route.time}.")]
+        elif start and end:
+            body.append(text("Sorry, no route could be found between these points."))
+        return self._frame("Directions", *body)
+
+    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
+        if op == "search":
+            return Outcome(self.url("/search", q=" ".join(values.get("q", "").split())))
+        if op == "directions":
+            start, end = (" ".join(values.get(k, "").split()) for k in ("from", "to"))
+            return Outcome(self.url("/directions", **{"from": start}, to=end, mode=args[0] if args else "car"))
+        raise NotFound(op)

@@ -1,0 +1,230 @@
+"""``reddit``: a Postmill-like forum site at ``http://reddit.local``.
+
+URLs: ``/`` (front page: newest posts), ``/forums``, ``/f/<forum>`` (its posts and the
+Subscribe button), ``/f/<forum>/<post id>`` (post, votes, comments and the comment form),
+``/submit/<forum>`` (new post form) and ``/search?q=...``. The signed-in user is
+:data:`ME`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+
+from dreamgym_env.envs.webarena.sites.base import (
+    Node,
+    NotFound,
+    Outcome,
+    Page,
+    Request,
+    Site,
+    button,
+    group,
+    heading,
+    link,
+    listing,
+    text,
+    textbox,
+)
+
+ME = "MarvelsGrantMan136"
+FORUMS = ("books", "gaming", "science", "movies", "technology", "Music", "sports", "food", "travel", "DIY",
+          "history", "photography")
+TOPICS = ("the new release", "my first attempt", "a hidden gem", "the weekend project", "an old classic",
+          "this year's favourites", "a beginner question", "the best advice", "an unpopular opinion",
+          "a surprising discovery", "the community poll", "a quick tip")
+OPENERS = ("Thoughts on", "Looking for", "Show and tell:", "Discussion:", "Help with", "Review of")
+USERS = ("Sorcerer_Supreme", "jaynecobb", "kittybeans", "ElDelic", "noodle_arms", "PaperPlane42", "quietstorm",
+         "Rocket_Raccoon", "starfish99", "tofu_master", "urban_owl", "vintage_vibes", "waffle_iron",
+         "xeno_phile", "yodel_ay", "zen_garden", "bookworm_88", "CaptainObvious", "dustybits", "EchoLocation")
+REMARKS = ("Totally agree with this.", "I had the same experience.", "Thanks for sharing!", "Could you explain more?",
+           "This made my day.", "Not sure about that.", "Great write-up.", "Source?")
+POSTS_PER_FORUM = 12
+
+
+@dataclass(frozen=True)
+class Comment:
+    author: str
+    body: str
+
+
+@dataclass(frozen=True)
+class Post:
+    id: int
+    forum: str
+    title: str
+    author: str
+    body: str
+    score: int
+    comments: tuple[Comment, ...]
+
+
+@dataclass(frozen=True)
+class Forum:
+    name: str
+    description: str
+    subscribers: int
+
+
+@dataclass(frozen=True)
+class Reddit:
+    """The seeded forums and posts (never changed; episodes change a :class:`RedditState`)."""
+
+    seed: int
+    forums: tuple[Forum, ...]
+    posts: tuple[Post, ...]
+    subscribed: frozenset[str]
+
+    def forum(self, name: str) -> Forum | None:
+        return next((f for f in self.forums if f.name.lower() == name.strip().lower()), None)
+
+    def post_titled(self, forum: str, title: str) -> Post | None:
+        folded = title.strip().lower()
+        return next((p for p in self.posts if p.forum == forum and p.title.lower() == folded), None)
+
+
+@dataclass
+class RedditState:
+    """What an episode changes: subscriptions, the user's votes, new comments and posts."""
+
+    reddit: Reddit
+    subscribed: set[str] = field(default_factory=set)
+    votes: dict[int, int] = field(default_factory=dict)
+    comments: dict[int, list[Comment]] = field(default_factory=dict)
+    posts: list[Post] = field(default_factory=list)
+
+    @classmethod
+    def fresh(cls, reddit: Reddit) -> RedditState:
+        """The state at the start of an episode: the seeded subscriptions, nothing else."""
+        return cls(reddit, set(reddit.subscribed))
+
+    def all_posts(self) -> list[Post]:
+        return [*self.reddit.posts, *self.posts]
+
+    def post(self, post_id: int) -> Post | None:
+        return next((p for p in self.all_posts() if p.id == post_id), None)
+
+    def comments_of(self, post: Post) -> list[Comment]:
+        return [*post.comments, *self.comments.get(post.id, ())]
+
+    def score(self, post: Post) -> int:
+        return post.score + self.votes.get(post.id, 0)
+
+
+@cache
+def load_reddit(seed: int) -> Reddit:
+    """The forum data of ``seed``, built once per process."""
+    rng = random.Random(f"webarena-reddit-{seed}")
+    forums = tuple(Forum(name, f"A place to talk about {name.lower()}.", rng.randint(50, 5000)) for name in FORUMS)
+    posts: list[Post] = []
+    for forum in FORUMS:
+        titles = rng.sample([f"{o} {t}" for o in OPENERS for t in TOPICS], POSTS_PER_FORUM)
+        for title in titles:
+            comments = tuple(Comment(rng.choice(USERS), rng.choice(REMARKS)) for _ in range(rng.randint(0, 7)))
+            body = f"Posting in /f/{forum} about {title.split(' ', 1)[1] if ' ' in title else title}."
+            posts.append(Post(len(posts), forum, title, rng.choice(USERS), body, rng.randint(-3, 120), comments))
+    return Reddit(seed, forums, tuple(posts), frozenset(rng.sample(FORUMS, 3)))
+
+
+class RedditSite(Site):
+    host = "reddit.local"
+    title = "Postmill"
+
+    def __init__(self, state: RedditState) -> None:
+        self.state = state
+        self.reddit = state.reddit
+
+    def _frame(self, title: str, *body: Node) -> Page:
+        nav = group("navigation", link("Postmill", self.url()), link("Forums", self.url("/forums")),
+                    textbox("Search query", "q", submit="search"), text(ME))
+        return Page(title, [nav, group("main", *body)])
+
+    def _post_item(self, post: Post) -> list[Node]:
+        return [
+            link(post.title, self.url(f"/f/{post.forum}/{post.id}")),
+            text(f"Submitted by {post.author} in /f/{post.forum}"),
+            text(f"{self.state.score(post)} points"),
+            text(f"{len(self.state.comments_of(post))} comments"),
+        ]
+
+    def page(self, request: Request) -> Page:
+        parts = request.path.strip("/").split("/") if request.path != "/" else []
+        if not parts:
+            newest = sorted(self.state.all_posts(), key=lambda p: -p.id)[:15]
+            return self._frame("Postmill", heading("Front page"), listing([self._post_item(p) for p in newest]))
+        if parts == ["forums"]:
+            rows = [[link(f.name, self.url(f"/f/{f.name}")), text(f"{f.subscribers} subscribers")]
+                    for f in sorted(self.reddit.forums, key=lambda f: f.name.lower())]
+            return self._frame("List of forums", heading("Forums"), listing(rows))
+        if parts == ["search"]:
+            words = request.get("q").lower().split()
+            found = [p for p in self.state.all_posts() if words and all(w in p.title.lower() for w in words)]
+            return self._frame(f"Search results for '{request.get('q')}'", heading("Search results"),
+                               listing([self._post_item(p) for p in found]) if found else text("No results."))
+        forum = self.reddit.forum(parts[1]) if len(parts) >= 2 and parts[0] in ("f", "submit") else None
+        if forum is None or len(parts) > 3:
+            raise NotFound(request.path)
+        if parts[0] == "submit" and len(parts) == 2:
+            return self._frame(f"Create submission in /f/{forum.name}", heading("Create submission"),
+                               text(f"Forum: /f/{forum.name}"), textbox("Title", "title", required=True),
+                               textbox("Body", "body"), button("Create submission", "submit_post", forum.name))
+        if len(parts) == 2:
+            return self._forum(forum)
+        if parts[0] == "f" and parts[2].isdigit():
+            post = self.state.post(int(parts[2]))
+            if post is not None and post.forum == forum.name:
+                return self._post(post)
+        raise NotFound(request.path)
+
+    def _forum(self, forum: Forum) -> Page:
+        subscribed = forum.name in self.state.subscribed
+        count = forum.subscribers + (subscribed and forum.name not in self.reddit.subscribed) - (
+            not subscribed and forum.name in self.reddit.subscribed
+        )
+        posts = [p for p in self.state.all_posts() if p.forum == forum.name]
+        return self._frame(
+            f"/f/{forum.name}", heading(f"/f/{forum.name}"), text(forum.description),
+            button("Unsubscribe" if subscribed else "Subscribe", "subscribe", forum.name),
+            text(f"{count} subscribers"), link("Submit a new post", self.url(f"/submit/{forum.name}")),
+            listing([self._post_item(p) for p in sorted(posts, key=lambda p: -p.id)]),
+        )
+
+    def _post(self, post: Post) -> Page:
+        vote = self.state.votes.get(post.id, 0)
+        comments = [[text(c.author), text(c.body)] for c in self.state.comments_of(post)]
+        return self._frame(
+            post.title, heading(post.title), text(f"Submitted by {post.author} in /f/{post.forum}"), text(post.body),
+            button("Retract upvote" if vote > 0 else "Upvote", "vote", str(post.id), "1"),
+            text(f"{self.state.score(post)} points"),
+            button("Retract downvote" if vote < 0 else "Downvote", "vote", str(post.id), "-1"),
+            heading(f"{len(comments)} comments"), listing(comments),
+            textbox("Comment", "comment"), button("Post", "comment", str(post.id)),
+        )
+
+    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
+        if op == "search":
+            return Outcome(self.url("/search", q=" ".join(values.get("q", "").split())))
+        if op == "subscribe":
+            self.state.subscribed ^= {args[0]}
+            return Outcome(self.url(f"/f/{args[0]}"))
+        post = self.state.post(int(args[0])) if op in ("vote", "comment") else None
+        if post is not None and op == "vote":
+            direction = int(args[1])
+            self.state.votes[post.id] = 0 if self.state.votes.get(post.id, 0) == direction else direction
+            return Outcome(self.url(f"/f/{post.forum}/{post.id}"))
+        if post is not None and op == "comment":
+            body = values.get("comment", "").strip()
+            if not body:
+                return Outcome(self.url(f"/f/{post.forum}/{post.id}"), "This value should not be blank.")
+            self.state.comments.setdefault(post.id, []).append(Comment(ME, body))
+            return Outcome(self.url(f"/f/{post.forum}/{post.id}"), "Your comment was posted.")
+        if op == "submit_post":
+            title, body = values.get("title", "").strip(), values.get("body", "").strip()
+            if not title:
+                return Outcome(self.url(f"/submit/{args[0]}"), "This value should not be blank.")
+            post_id = len(self.reddit.posts) + len(self.state.posts)
+            self.state.posts.append(Post(post_id, args[0], title, ME, body, 1, ()))
+            return Outcome(self.url(f"/f/{args[0]}/{post_id}"), "Your submission was created.")
+        raise NotFound(op)

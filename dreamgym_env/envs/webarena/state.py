@@ -1,0 +1,141 @@
+r"""The abstract state of a WebArena page and its two text renderings.
+
+``axtree`` is WebArena's observation: a tab line, the URL, then the accessibility tree, one
+element a line, indented by depth, ``[id] role 'name'`` followed by properties::
+
+    Tab 0 (current): One Stop Market
+    URL: http://shopping.local/
+    [1] RootWebArea 'One Stop Market' focused: True
+    \t[2] banner ''
+    \t\t[3] link 'One Stop Market'
+    \t\t[6] textbox 'Search entire store here...' required: False
+
+``compact`` is the paper's abstract state: the interactive and content elements only, one a
+line as ``[id] role: name (properties)``, without the layout nodes. :func:`parse_state` reads
+either back into a :class:`WebArenaState`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+ObservationMode = Literal["axtree", "compact"]
+OBSERVATION_MODES: tuple[ObservationMode, ...] = ("axtree", "compact")
+ERROR_PREFIX = "Invalid action: "
+COMPACT_ROLES = frozenset({"link", "button", "textbox", "searchbox", "combobox", "option", "checkbox",
+                           "heading", "StaticText", "alert"})
+_TAB = re.compile(r"Tab (\d+)( \(current\))?: (.*?)(?=\tTab \d+|$)")
+_VALUE = r"(?:True|False|'.*?'(?= \w+: |$)|\S+)"
+_AXTREE = re.compile(rf"^(\t*)\[(\d+)\] (\S+) '(.*?)'((?: \w+: {_VALUE})*)$")
+_PROP = re.compile(rf" (\w+): ({_VALUE})")
+_PROPERTY_NAMES = "focused|required|value|expanded|selected|checked|hasPopup"
+_COMPACT = re.compile(rf"^\[(\d+)\] (\S+): (.*?)(?: \(((?:{_PROPERTY_NAMES})\b.*)\))?$")
+_COMPACT_SPLIT = re.compile(rf", (?=(?:{_PROPERTY_NAMES})(?::|,|$))")
+
+
+class Element(BaseModel):
+    """One element of the page: its id (the number actions name), role, name and properties."""
+
+    id: int
+    role: str
+    name: str = ""
+    depth: int = 0
+    properties: dict[str, str | bool] = Field(default_factory=dict)
+
+
+class WebArenaState(BaseModel):
+    """What the agent sees: the tabs, the active tab's URL and title, and its visible elements."""
+
+    url: str
+    title: str = ""
+    tabs: list[str] = Field(default_factory=list)
+    active_tab: int = 0
+    elements: list[Element] = Field(default_factory=list)
+    message: str = ""
+    """A failure line after an invalid action (``Invalid action: ...``), else empty."""
+
+
+class ElementLike(Protocol):
+    id: int
+    role: str
+    name: str
+    depth: int
+    properties: dict[str, str | bool]
+
+
+def _value(value: str | bool) -> str:
+    return str(value) if isinstance(value, bool) else f"'{value}'"
+
+
+def render_tabs(tabs: Sequence[str], active: int) -> str:
+    return "\t".join(f"Tab {i}{' (current)' if i == active else ''}: {title}" for i, title in enumerate(tabs))
+
+
+def render_elements(url: str, tabs: Sequence[str], active: int, elements: Iterable[ElementLike],
+                    mode: ObservationMode = "axtree") -> str:
+    """The text of a page in ``mode`` (see the module docstring)."""
+    if mode == "compact":
+        lines = [f"URL: {url}", "Tabs: " + " | ".join(f"[{i}] {t}{' (current)' if i == active else ''}"
+                                                    for i, t in enumerate(tabs))]
+        for e in elements:
+            if e.role in COMPACT_ROLES and (e.name or e.properties):
+                shown = [k if v is True else f"{k}: {_value(v)}" for k, v in e.properties.items()
+                         if v is not False and k != "required"]
+                suffix = f" ({', '.join(shown)})" if shown else ""
+                lines.append(f"[{e.id}] {e.role}: {e.name}{suffix}")
+        return "\n".join(lines)
+    lines = [render_tabs(tabs, active), f"URL: {url}"]
+    for e in elements:
+        props = "".join(f" {k}: {_value(v)}" for k, v in e.properties.items())
+        lines.append(f"{chr(9) * e.depth}[{e.id}] {e.role} '{e.name}'{props}")
+    return "\n".join(lines)
+
+
+def render(state: WebArenaState, mode: ObservationMode = "axtree") -> str:
+    """The observation text of ``state`` (with its failure line, if any)."""
+    text = render_elements(state.url, state.tabs, state.active_tab, state.elements, mode)
+    return f"{text}\n{state.message}" if state.message else text
+
+
+def _parse_value(raw: str) -> str | bool:
+    if raw in ("True", "False"):
+        return raw == "True"
+    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == "'" else raw
+
+
+def parse_state(text: str) -> WebArenaState:
+    """Read an ``axtree`` or ``compact`` observation back into a state (unreadable lines are skipped)."""
+    lines = text.split("\n")
+    url, tabs, active, elements, message = "", [], 0, [], ""
+    for line in lines:
+        if line.startswith("URL: "):
+            url = line[5:]
+        elif line.startswith(ERROR_PREFIX):
+            message = line
+        elif line.startswith("Tab "):
+            for i, match in enumerate(_TAB.finditer(line)):
+                tabs.append(match.group(3))
+                active = i if match.group(2) else active
+        elif line.startswith("Tabs: "):
+            for i, part in enumerate(line[6:].split(" | ")):
+                title = re.sub(r"^\[\d+\] ", "", part)
+                if title.endswith(" (current)"):
+                    title, active = title[:-10], i
+                tabs.append(title)
+        elif (m := _AXTREE.match(line)) is not None:
+            props = {k: _parse_value(v) for k, v in _PROP.findall(m.group(5))}
+            elements.append(Element(id=int(m.group(2)), role=m.group(3), name=m.group(4),
+                                    depth=len(m.group(1)), properties=props))
+        elif (m := _COMPACT.match(line)) is not None:
+            props = {}
+            for part in _COMPACT_SPLIT.split(m.group(4) or ""):
+                key, sep, value = part.partition(": ")
+                if key:
+                    props[key] = _parse_value(value) if sep else True
+            elements.append(Element(id=int(m.group(1)), role=m.group(2), name=m.group(3), properties=props))
+    title = next((e.name for e in elements if e.role == "RootWebArea"), tabs[active] if tabs else "")
+    return WebArenaState(url=url, title=title, tabs=tabs, active_tab=active, elements=elements, message=message)

@@ -1,0 +1,270 @@
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dreamgym_env.envs.webarena.reference_env import MAX_EPISODE_STEPS, WebArenaRefEnv
+from dreamgym_env.envs.webarena.state import WebArenaState, render
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
+
+
+def test_check_env_passes():
+    gym.register("Test/WebArenaRef-v0", entry_point=WebArenaRefEnv, max_episode_steps=MAX_EPISODE_STEPS)  # type: ignore[arg-type]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            check_env(gym.make("Test/WebArenaRef-v0").unwrapped, skip_render_check=True)
+    finally:
+        del gym.registry["Test/WebArenaRef-v0"]
+
+
+def test_reset_shows_the_site_home_page_and_info(env):
+    obs, info = env.reset(seed=3)
+    task = info["task"]
+    assert obs == task.initial_state
+    assert obs.startswith("Tab 0 (current): ")
+    assert obs.split("\n")[1] == f"URL: {task.metadata['start_url']}"
+    assert info["source"] == "real" and info["task_id"] == task.id and task in env.tasks
+    assert "stop [<answer>]" in info["admissible_actions"]
+    assert any(a.startswith("click [") for a in info["admissible_actions"])
+
+
+def test_same_seed_same_task_and_episode():
+    runs = []
+    for _ in range(2):
+        env = WebArenaRefEnv()
+        obs, info = env.reset(seed=11)
+        trace = [obs]
+        for i in range(8):
+            obs, *_ = env.step(info["admissible_actions"][i % len(info["admissible_actions"])])
+            trace.append(obs)
+        runs.append((info["task_id"], trace))
+    assert runs[0] == runs[1]
+
+
+def test_reset_restores_the_seeded_state(env, element_id, task_of):
+    task = task_of("reddit.subscribe", "train")
+    env.reset(options={"task": task})
+    forum = task.metadata["slots"]["forum"]
+    env.step(f"goto [http://reddit.local/f/{forum}]")
+    *_, info = env.step(f"click [{element_id(env.state, 'button', 'Subscribe')}]")
+    assert info["won"]
+    obs, _ = env.reset(options={"task": task})
+    obs, *_ = env.step(f"goto [http://reddit.local/f/{forum}]")
+    assert "button 'Subscribe'" in obs
+
+
+# -- one state-changing task per site, by hand ---------------------------------------------------
+def _solve_shopping(env, slots, element_id):
+    obs = env.state
+    obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'Search entire store here...')}] [{slots['product']}]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'link', slots['product'])}]")
+    return env.step(f"click [{element_id(obs, 'button', 'Add to Cart')}]")
+
+
+def _solve_admin(env, slots, element_id):
+    obs, *_ = env.step(f"goto [http://admin.local/sales/order/{slots['order']}]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'combobox', 'Status')}]")
+    assert "expanded: True" in obs
+    obs, *_ = env.step(f"click [{element_id(obs, 'option', slots['status'])}]")
+    return env.step(f"click [{element_id(obs, 'button', 'Update Status')}]")
+
+
+def _solve_reddit(env, slots, element_id):
+    obs, *_ = env.step(f"click [{element_id(env.state, 'link', 'Forums')}]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'link', slots['forum'])}]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'link', slots['post'])}]")
+    obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'Comment')}] [{slots['comment']}] [0]")
+    return env.step(f"click [{element_id(obs, 'button', 'Post')}]")
+
+
+def _solve_gitlab(env, slots, element_id):
+    obs, *_ = env.step(f"click [{element_id(env.state, 'link', slots['project'])}]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'link', 'Issues')}]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'link', 'New issue')}]")
+    obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'Title')}] [{slots['title']}] [0]")
+    return env.step(f"click [{element_id(obs, 'button', 'Create issue')}]")
+
+
+@pytest.mark.parametrize(
+    ("template", "solve"),
+    [("shopping.add_to_cart", _solve_shopping), ("shopping_admin.set_status", _solve_admin),
+     ("reddit.comment", _solve_reddit), ("gitlab.new_issue", _solve_gitlab)],
+)
+def test_state_changing_task_done_by_hand_is_won_and_left_undone_is_lost(env, template, solve, task_of, element_id):
+    task = task_of(template)
+    env.reset(options={"task": task})
+    obs, reward, terminated, truncated, info = solve(env, task.metadata["slots"], element_id)
+    assert (reward, terminated, truncated, info["won"], info["action_valid"]) == (1.0, True, False, True, True)
+    env.reset(options={"task": task})
+    obs, reward, terminated, truncated, info = env.step("stop []")
+    assert (reward, terminated, info["won"]) == (0.0, True, False)
+
+
+def test_map_route_answer_right_and_wrong(env, element_id, task_of):
+    task = task_of("map.drive_time")
+    slots = task.metadata["slots"]
+    expected = task.metadata["eval"]["reference_answers"]["must_include"][0].split(" |OR| ")[0]
+    for answer, won in ((expected, True), ("0:00", False)):
+        obs, _ = env.reset(options={"task": task})
+        obs, *_ = env.step(f"click [{element_id(obs, 'link', 'Find directions between two points')}]")
+        obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'From')}] [{slots['start']}] [0]")
+        obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'To')}] [{slots['end']}] [0]")
+        obs, *_ = env.step(f"click [{element_id(obs, 'button', 'Go')}]")
+        assert f"Time: {expected}." in obs
+        obs, reward, terminated, _, info = env.step(f"stop [{answer}]")
+        assert (reward, terminated, info["won"]) == (float(won), True, won)
+
+
+@pytest.mark.parametrize("template", ["shopping.price", "shopping_admin.customer_orders", "reddit.author",
+                                      "gitlab.open_issues", "map.address"])
+def test_info_task_scores_the_reference_answer_and_not_a_wrong_one(env, template, task_of):
+    task = task_of(template)
+    answers = task.metadata["eval"]["reference_answers"]
+    right = answers.get("exact_match") or (answers.get("must_include") or answers.get("fuzzy_match"))[0]
+    env.reset(options={"task": task})
+    assert env.step(f"stop [{right}]")[1] == 1.0
+    env.reset(options={"task": task})
+    assert env.step("stop [zzz 999999]")[1] == 0.0
+
+
+def test_navigation_task_is_judged_by_the_url_at_stop(env, element_id, task_of):
+    task = task_of("shopping.category")
+    obs, _ = env.reset(options={"task": task})
+    assert env.step("stop []")[1] == 0.0
+    env.reset(options={"task": task})
+    env.step(f"click [{element_id(obs, 'link', task.metadata['slots']['category'])}]")
+    assert env.step("stop []")[1] == 1.0
+
+
+def test_score_mode_gives_partial_credit():
+    env = WebArenaRefEnv(reward="score")
+    task = next(t for t in env.task_set.train if t.metadata["template"] == "shopping_admin.bestsellers_year"
+                and len(t.metadata["eval"]["reference_answers"]["must_include"]) == 2)
+    env.reset(options={"task": task})
+    first = task.metadata["eval"]["reference_answers"]["must_include"][0]
+    _, reward, _, _, info = env.step(f"stop [{first}]")
+    assert reward == 0.5 and info["score"] == 0.5 and not info["won"]
+
+
+# -- invalid actions ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("action", "error"),
+    [("click [9999]", "no element [9999]"), ("goto [http://nowhere.local/]", "no page"),
+     ("goto [http://shopping.local/product/99999]", "no page"), ("go_back", "no page to go back"),
+     ("tab_focus [3]", "no tab 3"), ("dance", "unknown action"), ("type [1] [x]", "not a text field")],
+)
+def test_invalid_action_keeps_the_page_with_a_failure_line(env, action, error):
+    obs, _ = env.reset(seed=0)
+    after, reward, terminated, truncated, info = env.step(action)
+    assert after.startswith(obs) and after.split("\n")[-1].startswith("Invalid action: ")
+    assert error in info["error"]
+    assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, False)
+    again, *_ = env.step("scroll [up]")
+    assert again == obs
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.text(max_size=200), st.sampled_from(["click [\ud800]", "type [3] [\ud800] [1]", "x" * 20_000])))
+def test_any_string_action_never_raises(env, action):
+    env.reset(seed=1)
+    obs, reward, *_ = env.step(action)
+    assert isinstance(obs, str) and reward in (0.0, 1.0)
+
+
+def test_non_string_actions_are_invalid(env):
+    env.reset(seed=1)
+    *_, info = env.step(123)  # type: ignore[arg-type]
+    assert not info["action_valid"]
+
+
+# -- browser ----------------------------------------------------------------------------------------
+def test_tabs_history_and_scrolling(env, task_of):
+    env.reset(options={"task": task_of("gitlab.stars")})
+    obs, *_ = env.step("new_tab")
+    assert obs.startswith("Tab 0: Projects · GitLab\tTab 1 (current): New Tab")
+    obs, *_ = env.step("goto [map.local/search?q=park]")
+    assert "link 'Schenley Park'" in obs
+    obs, *_ = env.step("tab_focus [0]")
+    assert "URL: http://gitlab.local/" in obs
+    obs, *_ = env.step("close_tab")
+    assert obs.startswith("Tab 0 (current): Search | OpenStreetMap")
+    env.step("goto [http://reddit.local/forums]")
+    obs, *_ = env.step("go_back")
+    assert "URL: http://map.local/search?q=park" in obs
+    obs, *_ = env.step("go_forward")
+    assert "URL: http://reddit.local/forums" in obs
+    env.step("goto [http://admin.local/sales/order]")
+    top = env.state
+    obs, *_ = env.step("scroll [down]")
+    assert obs != top and "[1] RootWebArea" in obs
+    assert env.step("scroll [up]")[0] == top
+
+
+def test_ids_are_stable_for_the_same_page(env, task_of):
+    env.reset(options={"task": task_of("reddit.author")})
+    first, *_ = env.step("goto [http://reddit.local/f/books]")
+    env.step("goto [http://reddit.local/forums]")
+    assert env.step("go_back")[0] == first
+
+
+def test_typing_shows_the_value_and_focus(env, element_id, task_of):
+    obs, _ = env.reset(options={"task": task_of("map.address")})
+    box = element_id(obs, "textbox", "Search")
+    obs, *_ = env.step(f"type [{box}] [Frick] [0]")
+    assert f"[{box}] textbox 'Search' focused: True required: False value: 'Frick'" in obs
+    obs, *_ = env.step("press [Enter]")
+    assert "link 'Frick Park'" in obs
+
+
+def test_abstract_state_renders_the_observation_and_round_trips(task_of):
+    for mode in ("axtree", "compact"):
+        env = WebArenaRefEnv(observation=mode)
+        env.reset(options={"task": task_of("shopping.price")})
+        env.step("click [9999]")
+        state = env.abstract_state
+        assert render(state, mode) == env.state
+        assert WebArenaState.model_validate_json(state.model_dump_json()) == state
+
+
+def test_compact_mode_lists_interactive_elements_only(task_of):
+    env = WebArenaRefEnv(observation="compact")
+    obs, _ = env.reset(options={"task": task_of("shopping.price")})
+    assert obs.startswith("URL: http://shopping.local/\nTabs: [0] One Stop Market (current)")
+    assert "[3] link: One Stop Market" in obs and "listitem" not in obs and "RootWebArea" not in obs
+
+
+def test_replay_is_deterministic_and_max_steps_truncates(task_of):
+    env = WebArenaRefEnv(max_steps=3)
+    task = task_of("gitlab.star")
+    actions = ["click [3]", "scroll [down]", "hover [3]", "click [3]"]
+    first = env.replay(task, actions)
+    second = env.replay(task.id, actions)
+    assert first[0] == second[0] and first[1]["task_id"] == task.id
+    env.reset(options={"task": task})
+    results = [env.step("hover [3]") for _ in range(3)]
+    assert [r[3] for r in results] == [False, False, True]
+    with pytest.raises(ConfigurationError):
+        env.step("hover [3]")
+
+
+def test_sites_restrict_the_tasks_and_bad_arguments_raise():
+    env = WebArenaRefEnv(split="test", sites=("map",))
+    assert env.tasks and all(t.metadata["site"] == "map" for t in env.tasks)
+    with pytest.raises(UnknownNameError):
+        WebArenaRefEnv(sites=("facebook",))
+    with pytest.raises(ConfigurationError):
+        WebArenaRefEnv(observation="pixels")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        WebArenaRefEnv(reward="dense")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError):
+        env.reset(options={"task": "Buy a phone please"})
+    with pytest.raises(UnknownNameError):
+        env.reset(options={"task": "webarena-nope"})
+    with pytest.raises(ConfigurationError):
+        env.restore(env.tasks[0], env.tasks[0].initial_state)
