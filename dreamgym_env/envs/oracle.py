@@ -201,7 +201,7 @@ class OracleExperienceModel(ExperienceModel):
             answer = self._step(other_task, moved, request.action, moved.state)
         except ExperienceModelError:
             return None
-        answer = answer.model_copy(update={"next_state": answer.next_state.replace(theirs, mine)})
+        answer = answer.model_copy(update={"next_state": _retarget(answer.next_state, theirs, mine)})
         return answer if self._continuable(request.task, answer) else None
 
     def _other_task_search(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
@@ -248,6 +248,17 @@ class OracleExperienceModel(ExperienceModel):
         if not tasks:
             return None
         return tasks[int.from_bytes(digest[12:16], "big") % len(tasks)]
+
+
+def _retarget(state: str, theirs: str, mine: str) -> str:
+    """``state`` with the lines that show ``theirs`` instruction (at their end) showing ``mine``.
+
+    Only the instruction line is rewritten: text that merely contains the instruction (a search
+    query typed from it) stays as the other task's episode had it.
+    """
+    return "\n".join(
+        line[: -len(theirs)] + mine if theirs and line.endswith(theirs) else line for line in state.split("\n")
+    )
 
 
 def _same(a: Transition, b: Transition) -> bool:

@@ -63,10 +63,12 @@ class Sim2RealConfig:
     choice); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on the
     domain's shaped score (where its reference env has one, ``Domain.reward_modes``),
     ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one;
-    success is always "task completed".
+    success is always "task completed". ``domain``: a registered domain's name or any
+    :class:`~dreamgym_env.envs.domain.Domain` (registered or not; with ``workers`` > 1 it goes
+    to the worker processes, so its class must be importable there).
     """
 
-    domain: str
+    domain: str | Domain
     algo: str = "ppo"
     real_steps: int = DEFAULT_REAL_STEPS
     synthetic_steps: int | None = None
@@ -415,6 +417,7 @@ def write_outputs(report: Sim2RealReport) -> None:
     report.table_path.write_text(report.table() + "\n", encoding="utf-8")
     report.json_path = out / "results.json"
     config = asdict(report.config)
+    config["domain"] = get_domain(report.config.domain).name  # a Domain instance is no JSON
     config["out_dir"] = str(report.config.out_dir)
     report.json_path.write_text(
         json.dumps(

@@ -14,6 +14,7 @@ from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.tasksets import check_reference_arguments
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
@@ -104,12 +105,7 @@ class ALFWorldRefEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
         domain: Domain | None = None,
     ) -> None:
-        if reward not in ("outcome", "score"):
-            raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
+        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
         self.domain: Domain = domain if domain is not None else get_domain("alfworld")
         self.task_set = load_tasks()
         self.split = split

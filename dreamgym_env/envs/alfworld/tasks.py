@@ -11,14 +11,13 @@ task never shares its room with a train task.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 
 from dreamgym_env.envs.alfworld.goal import PROCESS, Goal
 from dreamgym_env.envs.alfworld.state import start_text
 from dreamgym_env.envs.alfworld.world import World, kind_of, load_world, make_world, object_types
-from dreamgym_env.envs.domain import Split
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.envs.tasksets import TaskSet
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 NUM_WORLDS = 1008
@@ -116,23 +115,6 @@ def world_goals(world: World, count: int) -> list[tuple[Goal, int]]:
     return chosen
 
 
-@dataclass(frozen=True)
-class TaskSet:
-    """The generated tasks, split into train and test."""
-
-    train: tuple[Task, ...]
-    test: tuple[Task, ...]
-
-    def split(self, split: Split | str) -> tuple[Task, ...]:
-        if split == "train":
-            return self.train
-        if split == "test":
-            return self.test
-        raise UnknownNameError("split", str(split), ("train", "test"))
-
-    @cached_property
-    def by_id(self) -> dict[str, Task]:
-        return {task.id: task for task in (*self.train, *self.test)}
 
 
 def make_task(

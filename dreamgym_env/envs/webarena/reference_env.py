@@ -9,6 +9,7 @@ import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.tasksets import check_reference_arguments
 from dreamgym_env.envs.webarena.browser import VIEWPORT, ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, check_state, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
@@ -118,12 +119,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
         data_seed: int = DEFAULT_DATA_SEED,
         domain: Domain | None = None,
     ) -> None:
-        if reward not in ("outcome", "score"):
-            raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
+        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
         if observation not in OBSERVATION_MODES:
             raise ConfigurationError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
         self.domain: Domain = domain if domain is not None else get_domain("webarena")

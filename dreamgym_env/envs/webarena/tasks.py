@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from typing import Any
 
-from dreamgym_env.envs.domain import Split
+from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.envs.webarena.browser import Browser
 from dreamgym_env.envs.webarena.state import ObservationMode
 from dreamgym_env.envs.webarena.templates import TEMPLATES, Slots, Template
@@ -52,26 +52,13 @@ def make_task(template: Template, slots: Slots, spec: dict[str, Any], task_id: s
 
 
 @dataclass(frozen=True)
-class TaskSet:
+class SeededTaskSet(TaskSet):
     """The tasks of one data seed, split into train and test."""
 
-    seed: int
-    train: tuple[Task, ...]
-    test: tuple[Task, ...]
-
-    def split(self, split: Split | str) -> tuple[Task, ...]:
-        if split == "train":
-            return self.train
-        if split == "test":
-            return self.test
-        raise UnknownNameError("split", str(split), ("train", "test"))
-
-    @cached_property
-    def by_id(self) -> dict[str, Task]:
-        return {task.id: task for task in (*self.train, *self.test)}
+    seed: int = 0
 
 
-def generate_tasks(seed: int = DEFAULT_DATA_SEED) -> TaskSet:
+def generate_tasks(seed: int = DEFAULT_DATA_SEED) -> SeededTaskSet:
     """Every template's first ``limit`` feasible, distinct instances, then a seeded held-out sample.
 
     Deterministic for a seed: candidates come in a seeded order per template, and the test split
@@ -99,16 +86,16 @@ def generate_tasks(seed: int = DEFAULT_DATA_SEED) -> TaskSet:
     for i, (template, slots, spec) in enumerate(made):
         split = "test" if i in test_positions else "train"
         splits[split].append(make_task(template, slots, spec, f"{prefix}-{split}-{len(splits[split]):04d}", seed))
-    return TaskSet(seed, tuple(splits["train"]), tuple(splits["test"]))
+    return SeededTaskSet(tuple(splits["train"]), tuple(splits["test"]), seed=seed)
 
 
-def load_tasks(seed: int = DEFAULT_DATA_SEED) -> TaskSet:
+def load_tasks(seed: int = DEFAULT_DATA_SEED) -> SeededTaskSet:
     """The tasks of data seed ``seed``, built once per process."""
     return _cached_tasks(int(seed))
 
 
 @cache
-def _cached_tasks(seed: int) -> TaskSet:
+def _cached_tasks(seed: int) -> SeededTaskSet:
     return generate_tasks(seed)
 
 

@@ -9,6 +9,7 @@ import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.tasksets import check_reference_arguments
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
@@ -111,12 +112,7 @@ class WebShopRefEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
         domain: Domain | None = None,
     ) -> None:
-        if reward not in ("outcome", "score"):
-            raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigurationError(f"render_mode must be one of {self.metadata['render_modes']}")
+        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
         self.domain: Domain = domain if domain is not None else get_domain("webshop")
         self.catalog = load_catalog(catalog_seed, num_products)
         self.task_set = load_tasks(catalog_seed, num_products)

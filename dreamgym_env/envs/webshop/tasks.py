@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 
-from dreamgym_env.envs.domain import Split
+from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.envs.webshop import vocabulary as V
 from dreamgym_env.envs.webshop.catalog import (
     DEFAULT_CATALOG_SEED,
@@ -18,7 +17,7 @@ from dreamgym_env.envs.webshop.catalog import (
 )
 from dreamgym_env.envs.webshop.goal import Goal
 from dreamgym_env.envs.webshop.pages import search_page
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 TASKS_PER_PRODUCT = 3
@@ -75,23 +74,6 @@ def instruction_text(product: Product, goal: Goal, rng: random.Random) -> str:
     return ", ".join(parts)
 
 
-@dataclass(frozen=True)
-class TaskSet:
-    """The tasks of one catalog, split into train and test."""
-
-    train: tuple[Task, ...]
-    test: tuple[Task, ...]
-
-    def split(self, split: Split | str) -> tuple[Task, ...]:
-        if split == "train":
-            return self.train
-        if split == "test":
-            return self.test
-        raise UnknownNameError("split", str(split), ("train", "test"))
-
-    @cached_property
-    def by_id(self) -> dict[str, Task]:
-        return {task.id: task for task in (*self.train, *self.test)}
 
 
 def generate_tasks(catalog: Catalog, num_tasks: int | None = None) -> TaskSet:

@@ -1,0 +1,43 @@
+"""What the packs' reference envs share: the train/test task set, the checks of their arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.types import Task
+
+
+@dataclass(frozen=True)
+class TaskSet:
+    """Tasks split into train and test (fixed splits: a task is in one of them only)."""
+
+    train: tuple[Task, ...]
+    test: tuple[Task, ...]
+
+    def split(self, split: str) -> tuple[Task, ...]:
+        """The tasks of ``"train"`` or ``"test"``."""
+        if split == "train":
+            return self.train
+        if split == "test":
+            return self.test
+        raise UnknownNameError("split", str(split), ("train", "test"))
+
+    @cached_property
+    def by_id(self) -> dict[str, Task]:
+        """Every task by id."""
+        return {task.id: task for task in (*self.train, *self.test)}
+
+
+def check_reference_arguments(
+    reward: str, max_steps: int | None, render_mode: str | None, render_modes: Sequence[str]
+) -> None:
+    """The arguments every reference env takes, checked the same way (``ConfigurationError``)."""
+    if reward not in ("outcome", "score"):
+        raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
+    if max_steps is not None and max_steps < 1:
+        raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
+    if render_mode is not None and render_mode not in render_modes:
+        raise ConfigurationError(f"render_mode must be one of {list(render_modes)}")
