@@ -100,9 +100,14 @@ class ExperienceRequest(BaseModel):
     ``history`` holds the most recent steps of the episode (bounded by the env's
     ``history_len``); ``demonstrations`` are filled by context providers such as replay grounding;
     ``prompt`` holds the domain's rules, state format and reward rubric.
+
+    ``state_schema`` (the JSON schema of the domain's abstract state) asks for structured mode:
+    ``state``, the history's and the demonstrations' states are JSON objects of that schema, and
+    the model answers the next state as one (validated against it). ``None``: text mode.
     """
 
     prompt: DomainPrompt
+    state_schema: dict[str, Any] | None = None
     task: Task
     history: list[Step] = Field(default_factory=list)
     state: str
@@ -115,9 +120,13 @@ class Usage(BaseModel):
 
     ``cached`` says whether the answer came from the transition cache (then no tokens were
     spent); ``cache_hits`` / ``cache_misses`` are that cache's running totals (0 without one).
+    ``cached_prompt_tokens`` counts the prompt tokens the model server reused from its KV cache
+    (a prefix shared with an earlier call) instead of evaluating them; the evaluated ones are
+    ``prompt_tokens - cached_prompt_tokens``.
     """
 
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
     attempts: int = 1

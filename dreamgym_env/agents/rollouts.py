@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -27,14 +27,37 @@ from dreamgym_env.types import Step, Task, Trajectory
 PathLike = str | Path
 
 
+StateMode = Literal["text", "structured"]
+
+
+def _recorded_state(env: gym.Env, observation: str, state_mode: StateMode) -> str:
+    """What a step records of the env's state: the observation, or the abstract state's JSON."""
+    if state_mode == "text":
+        return observation
+    abstract = getattr(env.unwrapped, "abstract_state", None)
+    if abstract is None:
+        raise ConfigurationError(
+            f"{type(env.unwrapped).__name__} has no abstract_state: record its episodes with state_mode='text'"
+        )
+    return str(abstract.model_dump_json())
+
+
 def run_episode(
-    env: gym.Env, policy: Policy, *, task: Task | None = None, seed: int | None = None, policy_name: str = ""
+    env: gym.Env,
+    policy: Policy,
+    *,
+    task: Task | None = None,
+    seed: int | None = None,
+    policy_name: str = "",
+    state_mode: StateMode = "text",
 ) -> Trajectory:
     """Play one episode of ``env`` with ``policy`` and record it.
 
     The episode ends when the env terminates or truncates (wrap the env in ``TimeLimit`` or
     give it a step limit). ``metadata`` records ``won``, ``score`` (where the env reports one),
-    ``truncated``, ``steps`` and ``seed``.
+    ``truncated``, ``steps``, ``seed`` and ``state_mode``. With ``state_mode="structured"`` the
+    steps' states are the reference env's abstract states (JSON of its domain's state schema),
+    the form structured experience requests use; the policy still acts on the text.
     """
     reset = getattr(policy, "reset", None)
     if callable(reset):
@@ -44,16 +67,17 @@ def run_episode(
     if not isinstance(episode_task, Task):
         raise ConfigurationError("the env must report info['task'] (a Task) to record trajectories")
     steps: list[Step] = []
-    state, terminated, truncated, won = observation, False, False, False
+    state, terminated, truncated, won = _recorded_state(env, observation, state_mode), False, False, False
     while not (terminated or truncated):
         action = policy(observation, info)
         observation, reward, terminated, truncated, info = env.step(action)
         valid = bool(info.get("action_valid", True))
+        after = _recorded_state(env, observation, state_mode)
         steps.append(
             Step(
                 state=state,
                 action=action,
-                next_state=observation,
+                next_state=after,
                 reward=float(reward),
                 done=bool(terminated),
                 action_valid=valid,
@@ -62,8 +86,14 @@ def run_episode(
         )
         won = bool(info.get("won", terminated and float(reward) >= 1.0))
         if valid:  # after an invalid action the page itself is unchanged
-            state = observation
-    metadata: dict[str, Any] = {"won": won, "truncated": bool(truncated), "steps": len(steps), "seed": seed}
+            state = after
+    metadata: dict[str, Any] = {
+        "won": won,
+        "truncated": bool(truncated),
+        "steps": len(steps),
+        "seed": seed,
+        "state_mode": state_mode,
+    }
     if "score" in info:
         metadata["score"] = float(info["score"])
     source = info.get("source", "real")
@@ -85,6 +115,7 @@ def iter_episodes(
     seed: int = 0,
     policy_name: str = "",
     progress: bool = True,
+    state_mode: StateMode = "text",
 ) -> Iterator[Trajectory]:
     """Play ``episodes`` episodes, yielding each trajectory as it ends (with a progress bar).
 
@@ -102,7 +133,9 @@ def iter_episodes(
     ) as bar:
         for i in range(episodes):
             task = pool[int(order[i % len(pool)])] if pool else None
-            trajectory = run_episode(env, policy, task=task, seed=seed + i, policy_name=policy_name)
+            trajectory = run_episode(
+                env, policy, task=task, seed=seed + i, policy_name=policy_name, state_mode=state_mode
+            )
             wins += trajectory.won
             bar.update(1)
             bar.set_postfix(success=f"{wins / (i + 1):.2f}")
@@ -118,11 +151,19 @@ def collect_trajectories(
     seed: int = 0,
     policy_name: str = "",
     progress: bool = True,
+    state_mode: StateMode = "text",
 ) -> list[Trajectory]:
     """Play ``episodes`` episodes and return their trajectories (see :func:`iter_episodes`)."""
     return list(
         iter_episodes(
-            env, policy, episodes, tasks=tasks, seed=seed, policy_name=policy_name, progress=progress
+            env,
+            policy,
+            episodes,
+            tasks=tasks,
+            seed=seed,
+            policy_name=policy_name,
+            progress=progress,
+            state_mode=state_mode,
         )
     )
 
@@ -158,11 +199,13 @@ def collect(
     split: str = "train",
     epsilon: float = 0.3,
     progress: bool = True,
+    state_mode: StateMode = "text",
 ) -> CollectSummary:
     """Collect offline trajectories of a domain's reference env into a JSONL file.
 
     ``policy`` is ``expert``, ``noisy`` (expert, ``epsilon``-random) or ``random``. Episodes are
     truncated at the domain's ``max_episode_steps``. Trajectories are written as they end.
+    ``state_mode="structured"`` records abstract states (for structured grounding and fidelity).
     """
     pack = get_domain(domain)
     env = pack.make_reference_env(split=split, max_steps=pack.max_episode_steps)
@@ -173,7 +216,7 @@ def collect(
     wins = transitions = count = 0
     with out.open("w", encoding="utf-8") as handle:
         for trajectory in iter_episodes(
-            env, actor, episodes, seed=seed, policy_name=policy, progress=progress
+            env, actor, episodes, seed=seed, policy_name=policy, progress=progress, state_mode=state_mode
         ):
             handle.write(trajectory.model_dump_json() + "\n")
             count += 1

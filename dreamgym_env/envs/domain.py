@@ -18,7 +18,10 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel
 
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import ActionError, DomainPrompt, ParsedAction, Policy, Task
@@ -123,6 +126,8 @@ class ReferenceEnv(Protocol):
 
     restorable: ClassVar[bool]
     domain: Domain
+    # Domains with a state schema also give ``abstract_state``: the current state as an instance
+    # of ``Domain.state_schema`` (``render_state(env.abstract_state) == env.state``).
 
     @property
     def tasks(self) -> Sequence[Task]: ...
@@ -155,6 +160,15 @@ class Domain(ABC):
     other action is ignored (e.g. a shop that ends at its buy button and nowhere else)."""
     reward_modes: tuple[RewardMode, ...] = ("outcome",)
     """The ``reward`` values the reference env accepts."""
+    state_schema: ClassVar[type[BaseModel] | None] = None
+    """The pydantic model of the domain's abstract state, for structured mode (``None``: text only).
+
+    In structured mode the experience model answers the next state as JSON of this model; the
+    env renders it (:meth:`render_state`) into the observation the agent sees, and the reference
+    env reports it as ``info["abstract_state"]``."""
+    state_kind_field: ClassVar[str | None] = None
+    """The abstract state's field that says what kind of state it is (a page kind, a location):
+    fidelity reports its agreement separately."""
 
     @property
     def id_name(self) -> str:
@@ -211,6 +225,38 @@ class Domain(ABC):
         ``None`` (the default): a new task is a new instruction in the seed's initial state,
         checked for shape only (:class:`~dreamgym_env.curriculum.variations.InstructionVariations`).
         Domains whose world can tell a feasible task return their own.
+        """
+        return None
+
+    # -- structured states ------------------------------------------------------------------------
+    @cached_property
+    def state_json_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of :attr:`state_schema` (``None`` for a text-only domain)."""
+        return self.state_schema.model_json_schema() if self.state_schema is not None else None
+
+    def parse_state(self, text: str) -> BaseModel:
+        """An abstract state from its JSON (``ValueError`` when it is not one of this domain)."""
+        if self.state_schema is None:
+            raise ConfigurationError(f"domain {self.name!r} has no state schema (text mode only)")
+        return self.state_schema.model_validate_json(text)
+
+    def render_state(self, state: BaseModel) -> str:
+        """The observation text of an abstract state (what the agent sees)."""
+        raise ConfigurationError(f"domain {self.name!r} has no state schema (text mode only)")
+
+    def initial_abstract_state(self, task: Task) -> BaseModel:
+        """The abstract state a task starts in (its ``initial_state`` is that state rendered)."""
+        raise ConfigurationError(f"domain {self.name!r} has no state schema (text mode only)")
+
+    def state_admissible_actions(self, state: BaseModel) -> list[str] | None:
+        """The actions valid in an abstract state (default: those of its rendered text)."""
+        return self.admissible_actions(self.render_state(state))
+
+    def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
+        """The reward the domain computes for reaching ``state`` by ``action``, where it can.
+
+        ``None`` where the domain cannot score (no goal kept for the task, not a scorable state):
+        the model's reward stands. Used with ``reward_mode="rubric"``.
         """
         return None
 

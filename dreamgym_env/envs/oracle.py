@@ -128,26 +128,41 @@ class OracleExperienceModel(ExperienceModel):
         state = request.state if state is None else state
         try:
             if self.restorable:
-                env.restore(task, state)
+                env.restore(task, self._text(request, state))
             else:
                 self._replay(env, task, request)
-        except ConfigurationError as exc:
+        except (ConfigurationError, ValueError) as exc:
             raise ExperienceModelError(
                 f"the reference env cannot answer this request: {exc}", backend="oracle"
             ) from exc
         observation, reward, terminated, _, info = env.step(action)
+        structured = request.state_schema is not None and info.get("action_valid", True)
         return Transition(
             reasoning=f"oracle: the {self.domain.name} reference env answered (action_valid="
             f"{info.get('action_valid', True)})",
-            next_state=observation,
+            # In structured mode the answer is the abstract state (after an invalid action: unchanged).
+            next_state=env.abstract_state.model_dump_json()
+            if structured
+            else (state if request.state_schema is not None else observation),
             reward=float(reward),
             terminated=bool(terminated),
         )
 
-    @staticmethod
-    def _replay(env: gym.Env, task: Task, request: ExperienceRequest) -> None:
+    def _text(self, request: ExperienceRequest, state: str) -> str:
+        """A request's state as the reference env shows it (structured states rendered)."""
+        if request.state_schema is None:
+            return state
+        return self.domain.render_state(self.domain.parse_state(state))
+
+    def _start(self, request: ExperienceRequest) -> str:
+        """The task's initial state in the request's form (its text, or its abstract state's JSON)."""
+        if request.state_schema is None:
+            return request.task.initial_state
+        return self.domain.initial_abstract_state(request.task).model_dump_json()
+
+    def _replay(self, env: gym.Env, task: Task, request: ExperienceRequest) -> None:
         start = request.history[0].state if request.history else request.state
-        if start != task.initial_state:
+        if self._text(request, start) != self._text(request, self._start(request)):
             raise ConfigurationError(
                 "the history does not start at the task's initial state and this reference env cannot be "
                 "restored from a page; raise the env's history_len to cover whole episodes"
@@ -202,17 +217,18 @@ class OracleExperienceModel(ExperienceModel):
         except ExperienceModelError:
             return None
         answer = answer.model_copy(update={"next_state": _retarget(answer.next_state, theirs, mine)})
-        return answer if self._continuable(request.task, answer) else None
+        return answer if self._continuable(request, answer) else None
 
     def _other_task_search(self, request: ExperienceRequest, other_task: Task) -> Transition | None:
         """The state after the start's free-slot action filled for ``other_task`` (the model drifted there)."""
-        start = request.task.initial_state
+        start = self._start(request)
         if not self.restorable or not start:
             return None
+        page = self._text(request, start)
         template = next(
-            (a for a in self.domain.admissible_actions(start) or [] if ACTION_SLOT.search(a)), None
+            (a for a in self.domain.admissible_actions(page) or [] if ACTION_SLOT.search(a)), None
         )
-        filled = self.domain.fill_slots(template, other_task, start) if template is not None else []
+        filled = self.domain.fill_slots(template, other_task, page) if template is not None else []
         if not filled:
             return None
         action = filled[0]
@@ -220,20 +236,20 @@ class OracleExperienceModel(ExperienceModel):
             answer = self._step(request.task, request.model_copy(update={"history": []}), action, start)
         except ExperienceModelError:
             return None
-        return answer if self._continuable(request.task, answer) else None
+        return answer if self._continuable(request, answer) else None
 
-    def _continuable(self, task: Task, answer: Transition) -> bool:
-        """Whether the reference env can be restored from ``answer`` for ``task`` (or need not be)."""
+    def _continuable(self, request: ExperienceRequest, answer: Transition) -> bool:
+        """Whether the reference env can be restored from ``answer`` for the request's task (or need not be)."""
         if answer.terminated or not self.restorable:
             return True
         try:
-            self.env.unwrapped.restore(task, answer.next_state)  # type: ignore[attr-defined]
-        except ConfigurationError:
+            self.env.unwrapped.restore(request.task, self._text(request, answer.next_state))  # type: ignore[attr-defined]
+        except (ConfigurationError, ValueError):
             return False
         return True
 
     def _other_action(self, request: ExperienceRequest, digest: bytes) -> str | None:
-        actions = list(self.domain.admissible_actions(request.state) or [])
+        actions = list(self.domain.admissible_actions(self._text(request, request.state)) or [])
         choices = [a for a in actions if a.lower() != request.action.lower() and not ACTION_SLOT.search(a)]
         words = request.task.instruction.split()
         for template in (a for a in actions if ACTION_SLOT.search(a)):  # free text: one word of the task
@@ -257,7 +273,8 @@ def _retarget(state: str, theirs: str, mine: str) -> str:
     query typed from it) stays as the other task's episode had it.
     """
     return "\n".join(
-        line[: -len(theirs)] + mine if theirs and line.endswith(theirs) else line for line in state.split("\n")
+        line[: -len(theirs)] + mine if theirs and line.endswith(theirs) else line
+        for line in state.split("\n")
     )
 
 

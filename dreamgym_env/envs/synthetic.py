@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Transition
@@ -24,6 +24,8 @@ RemoveHook = Callable[[], None]
 """Removes the hook it was returned for; a second call does nothing."""
 
 DEFAULT_HISTORY_LEN = 4
+StateMode = Literal["text", "structured"]
+RewardSource = Literal["model", "rubric"]
 
 
 @dataclass
@@ -48,7 +50,10 @@ class DreamEnv(gym.Env[str, str]):
     next state, the reward and whether the episode ended.
 
     ## Observation Space
-    ``UnicodeText``: the current state as abstract text in the domain's state format.
+    ``UnicodeText``: the current state as text in the domain's state format. In structured mode
+    (``state_mode="structured"``) the model works on the domain's abstract state (JSON of
+    ``Domain.state_schema``) and the observation is that state rendered (``Domain.render_state``);
+    ``env.state`` is then the JSON the model sees, ``env.observation`` the text.
 
     ## Action Space
     ``UnicodeText``: any string. Valid strings follow the domain's grammar
@@ -57,7 +62,9 @@ class DreamEnv(gym.Env[str, str]):
     ## Rewards
     Outcome reward, as in the DreamGym paper: 1 at the step where the model judges the task
     completed, else 0 (clipped to [0, 1]; the model's reward counts only at the step that ends
-    the episode). An invalid action gives 0.
+    the episode). With ``reward_mode="rubric"`` (structured mode) the domain scores the predicted
+    state against the task's goal where it can (``Domain.rubric_reward``; ``info["reward_source"]``
+    says which one counted). An invalid action gives 0.
 
     ## Starting State
     ``reset(seed=..., options={"task": ...})`` takes a :class:`~dreamgym_env.types.Task`, a task
@@ -84,6 +91,8 @@ class DreamEnv(gym.Env[str, str]):
     | ``split`` | ``"train"`` | where random tasks come from |
     | ``tasks`` | ``None`` | an explicit task list instead of the domain's split |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
+    | ``state_mode`` | ``"text"`` | ``"structured"``: the model answers the domain's abstract state |
+    | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
 
     ## Version History
     * v0: first release.
@@ -102,8 +111,24 @@ class DreamEnv(gym.Env[str, str]):
         tasks: Sequence[Task] | None = None,
         render_mode: str | None = None,
         max_text_length: int = 16_384,
+        state_mode: StateMode = "text",
+        reward_mode: RewardSource = "model",
     ) -> None:
         self.domain = get_domain(domain)
+        if state_mode not in ("text", "structured"):
+            raise ConfigurationError(f"state_mode must be 'text' or 'structured', got {state_mode!r}")
+        if reward_mode not in ("model", "rubric"):
+            raise ConfigurationError(f"reward_mode must be 'model' or 'rubric', got {reward_mode!r}")
+        if state_mode == "structured" and self.domain.state_schema is None:
+            raise ConfigurationError(
+                f"domain {self.domain.name!r} has no state schema: use state_mode='text'"
+            )
+        if reward_mode == "rubric" and state_mode != "structured":
+            raise ConfigurationError(
+                "reward_mode='rubric' scores abstract states: it needs state_mode='structured'"
+            )
+        self.state_mode: StateMode = state_mode
+        self.reward_mode: RewardSource = reward_mode
         # A model the env chose itself is the env's to close; a passed one may be shared.
         self._owns_model = experience_model is None
         if experience_model is None:
@@ -128,6 +153,9 @@ class DreamEnv(gym.Env[str, str]):
         self.step_listeners: list[StepListener] = []
         self.task: Task | None = None
         self.state = ""
+        """What the model sees of the current state: its text, or in structured mode its JSON."""
+        self.observation = ""
+        """What the agent sees of the current state (its text, rendered in structured mode)."""
         self.steps: list[Step] = []
         self._done = True
 
@@ -176,16 +204,27 @@ class DreamEnv(gym.Env[str, str]):
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         self.task = self.resolve_task((options or {}).get("task"))
-        self.state = self.task.initial_state
+        if self.state_mode == "structured":
+            self._set_state(self.domain.initial_abstract_state(self.task).model_dump_json())
+        else:
+            self._set_state(self.task.initial_state)
         self.steps = []
         self._done = False
         info = {
             "task": self.task,
             "task_id": self.task.id,
             "source": "synthetic",
-            **self._state_info(self.state),
+            **self._state_info(self.observation),
         }
-        return self.state, info
+        return self.observation, info
+
+    def _set_state(self, state: str) -> None:
+        self.state = state
+        self.observation = (
+            self.domain.render_state(self.domain.parse_state(state))
+            if self.state_mode == "structured"
+            else state
+        )
 
     def step(self, action: str) -> StepResult:
         pending = self.prepare_step(action)
@@ -205,15 +244,18 @@ class DreamEnv(gym.Env[str, str]):
             else ActionError("an action must be a string")
         )
         if isinstance(parsed, ParsedAction):
-            parsed = self.domain.validate_action(parsed, self.state) or parsed
+            parsed = self.domain.validate_action(parsed, self.observation) or parsed
         if isinstance(parsed, ActionError):
-            feedback = self.domain.invalid_action_feedback(self.state, parsed)
-            step = Step(state=self.state, action=text, next_state=feedback, action_valid=False)
+            feedback = self.domain.invalid_action_feedback(self.observation, parsed)
+            # In structured mode the state itself is unchanged; the feedback is the observation.
+            after = self.state if self.state_mode == "structured" else feedback
+            step = Step(state=self.state, action=text, next_state=after, action_valid=False)
             info = {"error": parsed.message, "reasoning": "", "usage": None}
             # The page itself is unchanged: the next action is judged against the real state.
             return self._record(step, info, observation=feedback, keep_state=True)
         request = ExperienceRequest(
             prompt=self.domain.prompt,
+            state_schema=self.domain.state_json_schema if self.state_mode == "structured" else None,
             task=self.task,
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,
@@ -226,14 +268,32 @@ class DreamEnv(gym.Env[str, str]):
 
     def finish_step(self, pending: PendingStep, transition: Transition) -> StepResult:
         """Turn the model's transition for ``pending`` into Gymnasium's step tuple."""
+        observation = next_state = transition.next_state
+        reward_source: RewardSource = "model"
+        model_reward = transition.reward
+        if self.state_mode == "structured":
+            assert self.task is not None
+            try:
+                abstract = self.domain.parse_state(transition.next_state)
+            except ValueError as exc:  # the backend checked the JSON schema; the model's own checks failed
+                raise ModelOutputError(
+                    f"task {self.task.id!r}: the next state is not a valid {self.domain.name} state: {exc}",
+                    output=transition.next_state,
+                ) from exc
+            observation = self.domain.render_state(abstract)
+            next_state = abstract.model_dump_json()  # canonical: equal states compare equal
+            if self.reward_mode == "rubric":
+                rubric = self.domain.rubric_reward(self.task, abstract, pending.action)
+                if rubric is not None:
+                    model_reward, reward_source = rubric, "rubric"
         terminal_action = self.domain.is_terminal_action(pending.action)
         model_ends = transition.terminated and not self.domain.ends_only_on_terminal_actions
         terminated = terminal_action or model_ends
-        reward = min(1.0, max(0.0, transition.reward)) if terminated else 0.0
+        reward = min(1.0, max(0.0, model_reward)) if terminated else 0.0
         step = Step(
             state=self.state,
             action=pending.action.text,
-            next_state=transition.next_state,
+            next_state=next_state,
             reward=reward,
             done=terminated,
             reasoning=transition.reasoning,
@@ -242,15 +302,16 @@ class DreamEnv(gym.Env[str, str]):
             "reasoning": transition.reasoning,
             "usage": transition.usage.model_dump(),
             "model_reward": transition.reward,
+            "reward_source": reward_source,
             "demonstrations": len(pending.request.demonstrations),
         }
-        return self._record(step, info, observation=transition.next_state, keep_state=False)
+        return self._record(step, info, observation=observation, keep_state=False)
 
     def _record(self, step: Step, info: dict[str, Any], *, observation: str, keep_state: bool) -> StepResult:
         assert self.task is not None
         self.steps.append(step)
         if not keep_state:
-            self.state = step.next_state
+            self._set_state(step.next_state)
         for listener in self.step_listeners:
             listener(self.task, step, len(self.steps) - 1)
         truncated = self.max_steps is not None and len(self.steps) >= self.max_steps and not step.done
@@ -261,21 +322,26 @@ class DreamEnv(gym.Env[str, str]):
             source="synthetic",
             action_valid=step.action_valid,
             won=step.done and step.reward >= 1.0,
-            **self._state_info(self.state),
+            **self._state_info(self.observation),
         )
         if self.render_mode == "human":
-            print(self._render_step(step))
+            print(self._render_step(step.action, observation, step))
         return observation, step.reward, step.done, truncated, info
 
-    def _state_info(self, state: str) -> dict[str, Any]:
-        admissible = self.domain.admissible_actions(state)
+    def _state_info(self, observation: str) -> dict[str, Any]:
+        if self.state_mode == "structured":
+            admissible = self.domain.state_admissible_actions(self.domain.parse_state(self.state))
+        else:
+            admissible = self.domain.admissible_actions(observation)
         return {} if admissible is None else {"admissible_actions": admissible}
 
-    def _render_step(self, step: Step) -> str:
-        return f"> {step.action}\n{step.next_state}\n(reward {step.reward:g}{', done' if step.done else ''})"
+    @staticmethod
+    def _render_step(action: str, observation: str, step: Step) -> str:
+        return f"> {action}\n{observation}\n(reward {step.reward:g}{', done' if step.done else ''})"
 
     def render(self) -> str | None:
-        text = self.state if not self.steps else self._render_step(self.steps[-1])
+        last = self.steps[-1] if self.steps else None
+        text = self.observation if last is None else self._render_step(last.action, self.observation, last)
         if self.render_mode == "ansi":
             return text
         if self.render_mode == "human":

@@ -12,7 +12,14 @@ from gymnasium.vector.utils import batch_space
 
 from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep, StepResult
+from dreamgym_env.envs.synthetic import (
+    DEFAULT_HISTORY_LEN,
+    DreamEnv,
+    PendingStep,
+    RewardSource,
+    StateMode,
+    StepResult,
+)
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import Task
@@ -52,6 +59,8 @@ class DreamVectorEnv(VectorEnv):
         split: str = "train",
         tasks: Sequence[Task] | None = None,
         render_mode: str | None = None,
+        state_mode: StateMode = "text",
+        reward_mode: RewardSource = "model",
     ) -> None:
         if num_envs < 1:
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
@@ -72,6 +81,8 @@ class DreamVectorEnv(VectorEnv):
                 history_len=history_len,
                 split=split,
                 tasks=tasks,
+                state_mode=state_mode,
+                reward_mode=reward_mode,
             )
             for _ in range(num_envs)
         ]

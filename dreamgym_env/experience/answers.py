@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from dreamgym_env.errors import ModelOutputError
 from dreamgym_env.experience.parsing import OutputParseError, parse_transition
@@ -66,6 +67,7 @@ class AnswerJudge:
     model_id: str
     max_tokens: int
     max_reasks: int
+    state_schema: dict[str, Any] | None = None
     started: float = field(default_factory=time.perf_counter)
     reasks: int = 0
     prompt_tokens: int = 0
@@ -96,7 +98,7 @@ class AnswerJudge:
                 model=self.model_id,
             )
             try:
-                return parse_transition(output, usage)
+                return parse_transition(output, usage, self.state_schema)
             except OutputParseError as exc:
                 problem = str(exc)
         self.reasks += 1

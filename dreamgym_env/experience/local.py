@@ -2,9 +2,16 @@
 
 The model answers with the same prompts, parsing, re-asks, usage accounting and typed errors as
 the OpenAI-compatible backend (:mod:`dreamgym_env.experience.openai_backend`); its output is
-constrained to the transition JSON schema (string lengths capped, so it cannot run away). Calls
-to one model instance are serialised by a lock and run in a worker thread, off the event loop; a
-cancelled or timed-out call stops generating at the next token.
+constrained to the transition JSON schema (string lengths capped, so it cannot run away).
+
+llama.cpp's server engine runs ``n_parallel`` slots (default 4), each with its own context of
+``n_ctx`` tokens: the requests of one :meth:`~LocalExperienceModel.predict` call (a vector env's
+step) run concurrently, one worker thread each, and llama.cpp decodes them in one batch, so a
+batch of 4 costs much less than 4 single calls. Each slot keeps its last prompt's KV cache, and a
+request goes to the slot sharing the longest prefix with it: the static system prompt (and the
+task and demonstrations an episode repeats) are evaluated once, not per call.
+``Usage.cached_prompt_tokens`` counts the prompt tokens so reused. A cancelled or timed-out call
+stops generating at the next token.
 
 Example::
 
@@ -40,14 +47,16 @@ from dreamgym_env.errors import (
 )
 from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, clip, messages
+from dreamgym_env.experience.prompt import clip, messages, transition_schema
 from dreamgym_env.experience.provision import PartsLocator, installed_parts, model_file
 from dreamgym_env.types import ExperienceRequest, Transition
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_N_CTX: Final = 8192
-"""Context window: the longest prompt of the built-in domains, with history and demonstrations, plus the answer."""
+"""Context window of one slot: the longest prompt of the built-in domains, with history and demonstrations, plus the answer."""
+DEFAULT_N_PARALLEL: Final = 4
+"""Slots: requests decoded together (a vector env's step); each has its own ``n_ctx`` and KV cache."""
 DEFAULT_MAX_TOKENS: Final = 2048
 """Enough for the schema's longest answer (1,200 + 4,000 characters)."""
 DEFAULT_TEMPERATURE: Final = 0.0
@@ -72,10 +81,13 @@ class LocalSettings:
     """How the embedded model is run and sampled.
 
     ``timeout_s`` bounds one generation (``None``: no bound); ``n_threads`` defaults to the
-    available cores.
+    available cores. ``n_parallel`` requests run at once, each in a slot of ``n_ctx`` tokens
+    (the runtime allocates ``n_ctx * n_parallel``: about 12 KB a token for the 0.5B preset);
+    further requests of a batch wait for a free slot.
     """
 
     n_ctx: int = DEFAULT_N_CTX
+    n_parallel: int = DEFAULT_N_PARALLEL
     n_threads: int = field(default_factory=available_cores)
     temperature: float = DEFAULT_TEMPERATURE
     max_tokens: int = DEFAULT_MAX_TOKENS
@@ -84,7 +96,7 @@ class LocalSettings:
     timeout_s: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("n_ctx", "n_threads", "max_tokens"):
+        for name in ("n_ctx", "n_parallel", "n_threads", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.temperature < 0:
@@ -96,10 +108,14 @@ class LocalSettings:
 
 
 class ChatRuntime(Protocol):
-    """An in-process chat model: one blocking call at a time."""
+    """An in-process chat model: blocking calls, up to ``settings.n_parallel`` at once from different threads."""
 
     def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> ChatResult:
-        """Answer an OpenAI-style chat request; stop early once ``should_stop()`` is true."""
+        """Answer an OpenAI-style chat request; stop early once ``should_stop()`` is true.
+
+        The usage may say how many prompt tokens came from the KV cache
+        (``usage.prompt_tokens_details.cached_tokens``, or llama.cpp's ``timings.cache_n``).
+        """
         ...
 
     def close(self) -> None:
@@ -130,8 +146,10 @@ class XllamacppRuntime:
             raise ConfigurationError(f"the local model needs xllamacpp: {LOCAL_EXTRA_HINT}") from exc
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
-        params.n_ctx = settings.n_ctx
-        params.n_parallel = 1
+        params.n_ctx = settings.n_ctx * settings.n_parallel  # llama.cpp divides it among the slots
+        params.n_parallel = settings.n_parallel
+        params.kv_unified = False  # each slot its own n_ctx cells, so a long prompt never starves another
+        params.cache_prompt = True  # reuse the longest common prefix of a slot's last prompt
         params.cpuparams.n_threads = settings.n_threads
         params.cpuparams_batch.n_threads = settings.n_threads
         params.sampling.seed = settings.seed
@@ -149,7 +167,7 @@ class XllamacppRuntime:
     def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> ChatResult:
         """Stream the answer (so that it can stop early) and return it as one completion."""
         content: list[str] = []
-        final: ChatResult = {"finish_reason": None, "usage": {}}
+        final: ChatResult = {"finish_reason": None, "usage": {}, "timings": {}}
         error: ChatResult = {}
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
@@ -160,6 +178,7 @@ class XllamacppRuntime:
                 content.append((choice.get("delta") or {}).get("content") or "")
                 final["finish_reason"] = choice.get("finish_reason") or final["finish_reason"]
             final["usage"] = chunk.get("usage") or final["usage"]
+            final["timings"] = chunk.get("timings") or final["timings"]
             return should_stop()
 
         stream = {**body, "stream": True, "stream_options": {"include_usage": True}}
@@ -170,6 +189,7 @@ class XllamacppRuntime:
         return {
             "choices": [{"index": 0, "message": message, "finish_reason": final["finish_reason"]}],
             "usage": final["usage"],
+            "timings": final["timings"],
         }
 
     def close(self) -> None:
@@ -196,8 +216,21 @@ def translate_runtime_error(
     return ModelRequestError(f"{context}: the local model refused the request: {message}", **kwargs)
 
 
+def cached_tokens(result: ChatResult) -> int:
+    """The prompt tokens a completion took from the KV cache instead of evaluating them."""
+    details = (result.get("usage") or {}).get("prompt_tokens_details") or {}
+    cached = details.get("cached_tokens")
+    if cached is None:
+        cached = (result.get("timings") or {}).get("cache_n")
+    return int(cached or 0)
+
+
 class _Stopped(Exception):
     """A generation was stopped by its deadline."""
+
+
+class _Cancelled(Exception):
+    """A call was cancelled while it waited for a free slot."""
 
 
 class LocalExperienceModel(ExperienceModel):
@@ -238,7 +271,9 @@ class LocalExperienceModel(ExperienceModel):
         super().__init__()
         self._runtime_factory: RuntimeFactory = runtime_factory or XllamacppRuntime
         self._runtime: ChatRuntime | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()  # guards _runtime and _active
+        self._active = 0  # calls in the runtime now
+        self._slots = threading.BoundedSemaphore(self.settings.n_parallel)
         self.load_s = 0.0
 
     @property
@@ -253,7 +288,8 @@ class LocalExperienceModel(ExperienceModel):
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(model_file={str(self.model_file)!r}, n_threads={self.settings.n_threads})"
+            f"{type(self).__name__}(model_file={str(self.model_file)!r}, n_threads={self.settings.n_threads}, "
+            f"n_parallel={self.settings.n_parallel})"
         )
 
     def load(self) -> None:
@@ -267,7 +303,11 @@ class LocalExperienceModel(ExperienceModel):
             self._runtime = self._runtime_factory(self.model_file, self.settings)
             self.load_s = time.perf_counter() - started
             logger.info(
-                "loaded %s in %.1fs (%d threads)", self.model_file, self.load_s, self.settings.n_threads
+                "loaded %s in %.1fs (%d threads, %d slots)",
+                self.model_file,
+                self.load_s,
+                self.settings.n_threads,
+                self.settings.n_parallel,
             )
         return self._runtime
 
@@ -277,13 +317,25 @@ class LocalExperienceModel(ExperienceModel):
 
     def _unload(self) -> None:
         with self._lock:
+            self._lock.wait_for(lambda: self._active == 0)  # let running generations finish
             runtime, self._runtime = self._runtime, None
         if runtime is not None:
             runtime.close()
 
     async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
-        """Answer each request in order (one at a time: the model runs one generation at once)."""
-        return [await self._predict_one(request) for request in requests]
+        """Answer the requests concurrently (``n_parallel`` at once, decoded together), in their order.
+
+        The first error cancels the batch's other requests and is raised.
+        """
+        if len(requests) == 1:
+            return [await self._predict_one(requests[0])]
+        tasks = [asyncio.ensure_future(self._predict_one(request)) for request in requests]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # their threads stop and give back their slots
 
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)
@@ -295,16 +347,19 @@ class LocalExperienceModel(ExperienceModel):
             self.model_id,
             self.settings.max_tokens,
             self.settings.max_output_reasks,
+            request.state_schema,
         )
-        conversation, calls = base, 0
+        schema = transition_schema(request.state_schema)
+        conversation, calls, cached = base, 0, 0
         while True:
             calls += 1
-            result = await self._generate(conversation, context=context, attempts=calls)
+            result = await self._generate(conversation, schema, context=context, attempts=calls)
             if "error" in result:
                 raise translate_runtime_error(
                     result, backend=self.backend, attempts=calls, context=context, n_ctx=self.settings.n_ctx
                 )
             usage = result.get("usage") or {}
+            cached += cached_tokens(result)
             choice = (result.get("choices") or [None])[0]
             answer = judge.judge(
                 str((choice.get("message") or {}).get("content") or "") if choice is not None else None,
@@ -314,24 +369,25 @@ class LocalExperienceModel(ExperienceModel):
                 attempts=calls,
             )
             if isinstance(answer, Transition):
-                return answer
+                usage_ = answer.usage.model_copy(update={"cached_prompt_tokens": cached})
+                return answer.model_copy(update={"usage": usage_})
             conversation = answer
 
     async def _generate(
-        self, conversation: list[dict[str, str]], *, context: str, attempts: int
+        self, conversation: list[dict[str, str]], schema: dict[str, Any], *, context: str, attempts: int
     ) -> ChatResult:
         body = {
             "messages": conversation,
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
             "seed": self.settings.seed,
-            "response_format": {"type": "json_object", "schema": TRANSITION_SCHEMA},
+            "response_format": {"type": "json_object", "schema": schema},
         }
         stop = threading.Event()
         try:
             return await asyncio.to_thread(self._generate_blocking, body, stop)
         except asyncio.CancelledError:
-            stop.set()  # the worker thread stops at its next token and releases the lock
+            stop.set()  # the worker thread stops at its next token and gives back its slot
             raise
         except _Stopped:
             raise ModelTimeoutError(
@@ -349,18 +405,30 @@ class LocalExperienceModel(ExperienceModel):
             ) from exc
 
     def _generate_blocking(self, body: dict[str, Any], stop: threading.Event) -> ChatResult:
-        with self._lock:
-            runtime = self._loaded()
-            timeout = self.settings.timeout_s
-            deadline = None if timeout is None else time.monotonic() + timeout
-            expired = threading.Event()
+        while not self._slots.acquire(timeout=0.05):  # a free slot, or the caller gives up
+            if stop.is_set():
+                raise _Cancelled
+        try:
+            with self._lock:
+                runtime = self._loaded()
+                self._active += 1
+            try:
+                timeout = self.settings.timeout_s
+                deadline = None if timeout is None else time.monotonic() + timeout
+                expired = threading.Event()
 
-            def should_stop() -> bool:
-                if deadline is not None and time.monotonic() > deadline:
-                    expired.set()
-                return stop.is_set() or expired.is_set()
+                def should_stop() -> bool:
+                    if deadline is not None and time.monotonic() > deadline:
+                        expired.set()
+                    return stop.is_set() or expired.is_set()
 
-            result = runtime.chat(body, should_stop)
+                result = runtime.chat(body, should_stop)
+            finally:
+                with self._lock:
+                    self._active -= 1
+                    self._lock.notify_all()
+        finally:
+            self._slots.release()
         choices = result.get("choices") or [{}]
         if expired.is_set() and choices[0].get("finish_reason") is None:
             raise _Stopped  # cut by the deadline, not finished

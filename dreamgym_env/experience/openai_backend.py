@@ -16,7 +16,7 @@ from typing import Any
 from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.config import EndpointConfig
-from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, clip, messages
+from dreamgym_env.experience.prompt import clip, messages, transition_schema
 from dreamgym_env.experience.transport import EndpointTransport, FormatMode
 from dreamgym_env.types import ExperienceRequest, Transition
 
@@ -78,11 +78,14 @@ class OpenAIExperienceModel(ExperienceModel):
             self.model_id,
             self.config.max_tokens,
             self.config.max_output_reasks,
+            request.state_schema,
         )
+        schema = transition_schema(request.state_schema)
+        strict = request.state_schema is None  # strict mode needs every field required; a state has optional ones
         conversation, calls = base, 0
         while True:
             reply = await self.transport.complete(
-                conversation, schema=TRANSITION_SCHEMA, schema_name="transition", strict=True, context=context
+                conversation, schema=schema, schema_name="transition", strict=strict, context=context
             )
             calls += reply.calls
             answer = judge.judge(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from dreamgym_env.types import Transition, Usage
@@ -55,13 +56,39 @@ def _as_reward(value: Any) -> float:
     return min(1.0, max(0.0, reward))
 
 
-def parse_transition(text: str, usage: Usage | None = None) -> Transition:
-    """Parse a model's answer; rewards are clipped to [0, 1]."""
+def structured_state(value: Any, state_schema: Mapping[str, Any]) -> str:
+    """The canonical JSON of a structured next state, checked against the domain's state schema."""
+    from jsonschema import Draft202012Validator
+
+    if isinstance(value, str):  # a model that quoted the object
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise OutputParseError("'next_state' is not a JSON object of the state schema") from None
+    if not isinstance(value, dict):
+        raise OutputParseError("'next_state' is not a JSON object of the state schema")
+    error = next(iter(Draft202012Validator(dict(state_schema)).iter_errors(value)), None)
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "the state"
+        raise OutputParseError(f"'next_state' does not fit the state schema at {where}: {error.message[:200]}")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_transition(
+    text: str, usage: Usage | None = None, state_schema: Mapping[str, Any] | None = None
+) -> Transition:
+    """Parse a model's answer; rewards are clipped to [0, 1].
+
+    With ``state_schema`` (structured mode) the next state must be a JSON object valid under it,
+    and is kept as its compact JSON; otherwise it must be a non-empty string.
+    """
     thoughts = " ".join(m.strip() for m in _THINK.findall(text)).strip()
     body = _THINK.sub("", text)
     data = _first_json_object(body)
     next_state = data.get("next_state", data.get("state"))
-    if not isinstance(next_state, str) or not next_state.strip():
+    if state_schema is not None:
+        next_state = structured_state(next_state, state_schema)
+    elif not isinstance(next_state, str) or not next_state.strip():
         raise OutputParseError("'next_state' is missing or empty")
     done = data.get("done", data.get("terminated", False))
     reasoning = data.get("reasoning") or thoughts

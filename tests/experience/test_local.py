@@ -247,13 +247,13 @@ def test_cancelling_the_call_stops_the_generation(gguf, request_):
         model.close()
 
 
-def test_calls_to_one_model_are_serialised(gguf, request_):
+def test_calls_beyond_the_slots_wait_for_a_free_one(gguf, request_):
     def slow(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
         time.sleep(0.02)
         return completion(json.dumps(GOOD))
 
     factory = Factory(slow)
-    model = make(gguf, factory)
+    model = make(gguf, factory, n_parallel=1)
     threads = [threading.Thread(target=model.predict_sync, args=([request_] * 2,)) for _ in range(3)]
     try:
         for thread in threads:
@@ -266,10 +266,88 @@ def test_calls_to_one_model_are_serialised(gguf, request_):
     assert len(factory.runtime.bodies) == 7 and factory.runtime.peak == 1
 
 
+def answer_with_the_action(body: dict[str, Any]) -> dict[str, Any]:
+    """A completion whose next state names the request's action (to check the order of results)."""
+    action = json.loads(body["messages"][1]["content"].split("<action>")[1].split("</action>")[0])
+    return completion(json.dumps({**GOOD, "next_state": f"after {action}"}))
+
+
+def test_a_batch_reaches_the_runtime_concurrently_and_keeps_its_order(gguf, request_):
+    barrier = threading.Barrier(4, timeout=10)  # breaks unless 4 calls are in the runtime at once
+
+    def meet(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        index = barrier.wait()
+        time.sleep(0.01 * index)  # finish in a scrambled order
+        return answer_with_the_action(body)
+
+    factory = Factory(meet)
+    model = make(gguf, factory, n_parallel=4)
+    actions = [f"search[item {i}]" for i in range(4)]
+    try:
+        transitions = model.predict_sync([request_.model_copy(update={"action": a}) for a in actions])
+    finally:
+        model.close()
+    assert [t.next_state for t in transitions] == [f"after {a}" for a in actions]
+    assert factory.runtime.peak == 4 and factory.loads[0][1].n_parallel == 4
+
+
+def test_a_batch_larger_than_the_slots_runs_n_parallel_at_once(gguf, request_):
+    def slow(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        time.sleep(0.03)
+        return answer_with_the_action(body)
+
+    factory = Factory(slow)
+    model = make(gguf, factory, n_parallel=3)
+    actions = [f"search[item {i}]" for i in range(8)]
+    try:
+        transitions = model.predict_sync([request_.model_copy(update={"action": a}) for a in actions])
+    finally:
+        model.close()
+    assert [t.next_state for t in transitions] == [f"after {a}" for a in actions]
+    assert factory.runtime.peak == 3
+
+
+def test_an_error_in_a_batch_is_raised_typed_and_stops_the_others(gguf, request_):
+    stopped = threading.Event()
+
+    def fail_or_wait(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        if "fail" in body["messages"][1]["content"]:
+            time.sleep(0.05)
+            return {"error": {"code": 500, "message": "decode failed", "type": "server_error"}}
+        result = spin_until_stopped(body, should_stop)
+        stopped.set()
+        return result
+
+    model = make(gguf, Factory(fail_or_wait), n_parallel=2)
+    batch = [request_, request_.model_copy(update={"action": "search[fail]"})]
+    try:
+        with pytest.raises(ModelServerError, match="decode failed"):
+            model.predict_sync(batch)
+        assert stopped.wait(5)
+    finally:
+        model.close()
+
+
+def test_prompt_tokens_taken_from_the_kv_cache_are_counted(gguf, request_):
+    first = completion("not json", prompt=300)
+    first["usage"]["prompt_tokens_details"] = {"cached_tokens": 120}
+    second = completion(json.dumps(GOOD), prompt=320)
+    second["timings"] = {"cache_n": 290, "prompt_n": 30}  # llama.cpp's timings when usage lacks it
+    model = make(gguf, Factory(first, second))
+    try:
+        usage = model.predict_one(request_).usage
+    finally:
+        model.close()
+    assert (usage.prompt_tokens, usage.cached_prompt_tokens, usage.attempts) == (620, 410, 2)
+
+
 def test_settings_are_checked_and_threads_default_to_available_cores(gguf):
     assert LocalSettings().n_threads == available_cores() >= 1
     with pytest.raises(ConfigurationError, match="n_ctx must be >= 1"):
         make(gguf, Factory(), n_ctx=0)
+    with pytest.raises(ConfigurationError, match="n_parallel must be >= 1"):
+        make(gguf, Factory(), n_parallel=0)
+    assert LocalSettings().n_parallel == local.DEFAULT_N_PARALLEL
     with pytest.raises(ConfigurationError, match="unknown local model setting"):
         make(gguf, Factory(), n_gpu_layers=9)
     with pytest.raises(ConfigurationError, match="not both"):

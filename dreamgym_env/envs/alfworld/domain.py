@@ -8,9 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.envs.alfworld.goal import parse_instruction
 from dreamgym_env.envs.alfworld.grammar import parse_action
+from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.prompt import PROMPT
 from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
-from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS
+from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS, ALFWorldState, render
+from dreamgym_env.envs.alfworld.state import admissible_actions as state_admissible_actions
+from dreamgym_env.envs.alfworld.tasks import world_of
 from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
 from dreamgym_env.types import Task
 
@@ -29,6 +32,21 @@ class ALFWorldDomain(Domain):
     display_name = "ALFWorld"
     max_episode_steps = MAX_EPISODE_STEPS
     reward_modes = ("outcome", "score")
+
+    state_schema = ALFWorldState
+    state_kind_field = "location"
+
+    def render_state(self, state: Any) -> str:
+        """The ALFWorld-style observation of an abstract state."""
+        return render(state)
+
+    def initial_abstract_state(self, task: Task) -> ALFWorldState:
+        """The start of the task's room: in the middle of it, nothing seen yet."""
+        return Household(world_of(task), task.instruction).abstract_state()
+
+    def state_admissible_actions(self, state: Any) -> list[str] | None:
+        """ALFWorld's commands valid in an abstract state (the text alone does not list the room)."""
+        return state_admissible_actions(state)
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)

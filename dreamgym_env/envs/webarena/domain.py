@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
 from dreamgym_env.envs.webarena.grammar import parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
-from dreamgym_env.envs.webarena.state import parse_state
+from dreamgym_env.envs.webarena.state import WebArenaState, parse_state, render
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -43,6 +43,17 @@ class WebArenaDomain(Domain):
     display_name = "WebArena"
     max_episode_steps = 30
     reward_modes = ("outcome", "score")
+
+    state_schema = WebArenaState
+    state_kind_field = "url"
+
+    def render_state(self, state: Any) -> str:
+        """The accessibility-tree observation of an abstract state."""
+        return render(state)
+
+    def initial_abstract_state(self, task: Task) -> WebArenaState:
+        """The task's start page (its ``initial_state`` parsed back)."""
+        return parse_state(task.initial_state)
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)

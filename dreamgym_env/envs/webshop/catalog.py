@@ -16,6 +16,7 @@ from dreamgym_env.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from dreamgym_env.envs.webshop.pages import Page
+    from dreamgym_env.envs.webshop.state import WebShopState
 
 DEFAULT_CATALOG_SEED = 0
 DEFAULT_NUM_PRODUCTS = 2_000
@@ -88,6 +89,8 @@ class Catalog:
         self._texts: dict[tuple[str, str], tuple[str, ...]] = {}
         self.layouts: dict[Page, tuple[str, str, tuple[str, ...]]] = {}
         """Rendered page layouts, filled by :func:`~dreamgym_env.envs.webshop.pages.render`."""
+        self.states: dict[Page, WebShopState] = {}
+        """Page states without their instruction, filled by :func:`~dreamgym_env.envs.webshop.state.state_of_page`."""
 
     @staticmethod
     def _new_id(rng: random.Random, taken: set[str]) -> str:

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from dreamgym_env.envs.domain import (
     GENERIC_STOPWORDS,
     ActionError,
@@ -20,6 +22,8 @@ from dreamgym_env.envs.domain import (
 )
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import BUY_LABEL, SEARCH_LABEL, search_page
+from dreamgym_env.envs.webshop.state import WebShopState, render, score_state
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
@@ -102,6 +106,8 @@ class WebShopDomain(Domain):
     ends_only_on_terminal_actions = True
     max_episode_steps = 15
     reward_modes: tuple[RewardMode, ...] = ("outcome", "score")
+    state_schema = WebShopState
+    state_kind_field = "kind"
 
     @property
     def agent_prompt(self) -> str:
@@ -165,3 +171,40 @@ class WebShopDomain(Domain):
 
     def is_terminal_action(self, action: ParsedAction) -> bool:
         return action.verb == "click" and action.argument.lower() == BUY_LABEL.lower()
+
+    # -- structured states ------------------------------------------------------------------------
+    def render_state(self, state: BaseModel) -> str:
+        """The page text of a :class:`~dreamgym_env.envs.webshop.state.WebShopState` (the reference env's)."""
+        return render(_as_state(state))
+
+    def initial_abstract_state(self, task: Task) -> WebShopState:
+        """The search page of the task's instruction."""
+        return WebShopState(kind="search", instruction=task.instruction)
+
+    def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
+        """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.
+
+        The reference env's purchase score (:func:`~dreamgym_env.envs.webshop.state.score_state`:
+        type, attributes in the item's attributes or title, selected options, price bound)
+        computed from the state's own fields. ``None`` when ``state`` is not a purchase or the
+        task has no goal (a free instruction).
+        """
+        from dreamgym_env.envs.webshop.goal import Goal
+
+        shop_state = _as_state(state)
+        if shop_state.kind != "done" or "goal" not in task.metadata:
+            return None
+        try:
+            goal = Goal.of_task(task)
+        except ConfigurationError:
+            return None
+        score = score_state(shop_state, goal)
+        return None if score is None else float(score.won)
+
+
+def _as_state(state: BaseModel) -> WebShopState:
+    if isinstance(state, WebShopState):
+        return state
+    if isinstance(state, BaseModel):
+        return WebShopState.model_validate(state.model_dump())
+    raise ConfigurationError(f"expected a WebShopState, got {type(state).__name__}")

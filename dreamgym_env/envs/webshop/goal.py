@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,18 +82,48 @@ class Score:
         return self.value >= 1.0 - 1e-9
 
 
+def _type_factor(product_type: str, category: str, goal: Goal) -> float:
+    if phrases_match(product_type, goal.product_type):
+        return 1.0
+    return SAME_CATEGORY_TYPE_SCORE if category == goal.category else 0.0
+
+
 def type_factor(product: Product, goal: Goal) -> float:
     """1 for the goal's product type, :data:`SAME_CATEGORY_TYPE_SCORE` within its category, else 0."""
-    if phrases_match(product.product_type, goal.product_type):
-        return 1.0
-    return SAME_CATEGORY_TYPE_SCORE if product.category == goal.category else 0.0
+    return _type_factor(product.product_type, product.category, goal)
+
+
+def _has_attribute(attributes: Sequence[str], title_tokens: tuple[str, ...], attribute: str) -> bool:
+    return any(phrases_match(attribute, a) for a in attributes) or phrase_in_tokens(attribute, title_tokens)
 
 
 def has_attribute(product: Product, attribute: str) -> bool:
     """Whether ``product`` has ``attribute``: one of its attributes, or words of its title."""
-    return any(phrases_match(attribute, a) for a in product.attributes) or phrase_in_tokens(
-        attribute, product.title_tokens
-    )
+    return _has_attribute(product.attributes, product.title_tokens, attribute)
+
+
+def score_facts(
+    *,
+    product_type: str,
+    category: str,
+    attributes: Sequence[str],
+    title_tokens: tuple[str, ...],
+    price: float,
+    selected: Sequence[str],
+    goal: Goal,
+) -> Score:
+    """WebShop's reward of a purchase described by its facts (see :func:`score_purchase`).
+
+    ``title_tokens`` is the product title's :func:`~dreamgym_env.envs.webshop.matching.tokens`;
+    ``selected`` the option values bought with.
+    """
+    factor = _type_factor(product_type, category, goal)
+    matched = tuple(a for a in goal.attributes if _has_attribute(attributes, title_tokens, a))
+    options = tuple(v for v in goal.options.values() if any(phrases_match(v, s) for s in selected))
+    price_ok = price <= goal.price_upper + 1e-9
+    total = len(goal.attributes) + len(goal.options) + 1
+    value = factor * (len(matched) + len(options) + int(price_ok)) / total
+    return Score(round(value, 6), factor, matched, options, price_ok)
 
 
 def score_purchase(product: Product, selection: Mapping[str, str], goal: Goal) -> Score:
@@ -102,11 +132,12 @@ def score_purchase(product: Product, selection: Mapping[str, str], goal: Goal) -
     ``type factor x (matched attributes + matched options + [price <= bound]) /
     (attributes + options + 1)``; a wanted option counts when any selected value matches it.
     """
-    factor = type_factor(product, goal)
-    attributes = tuple(a for a in goal.attributes if has_attribute(product, a))
-    selected = list(selection.values())
-    options = tuple(v for v in goal.options.values() if any(phrases_match(v, s) for s in selected))
-    price_ok = product.price <= goal.price_upper + 1e-9
-    total = len(goal.attributes) + len(goal.options) + 1
-    value = factor * (len(attributes) + len(options) + int(price_ok)) / total
-    return Score(round(value, 6), factor, attributes, options, price_ok)
+    return score_facts(
+        product_type=product.product_type,
+        category=product.category,
+        attributes=product.attributes,
+        title_tokens=product.title_tokens,
+        price=product.price,
+        selected=list(selection.values()),
+        goal=goal,
+    )

@@ -23,6 +23,7 @@ from dreamgym_env.envs.webshop.pages import (
     parse_page,
     render,
 )
+from dreamgym_env.envs.webshop.state import WebShopState, state_of_page
 from dreamgym_env.envs.webshop.tasks import load_tasks
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.spaces import UnicodeText
@@ -73,8 +74,9 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     ## Info
     ``task``, ``task_id``, ``source`` (``"real"``), ``admissible_actions`` (``search[<query>]``
-    on the search page, else ``click[label]`` for every label), and after a step
-    ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error``.
+    on the search page, else ``click[label]`` for every label), ``abstract_state`` (the page as
+    a :class:`~dreamgym_env.envs.webshop.state.WebShopState`, also :attr:`abstract_state`), and
+    after a step ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error``.
 
     ## Arguments
     | argument | default | meaning |
@@ -141,6 +143,17 @@ class WebShopRefEnv(gym.Env[str, str]):
     def state(self) -> str:
         """The current page's text."""
         return self._rendered.text
+
+    @property
+    def abstract_state(self) -> WebShopState:
+        """The current page as a :class:`~dreamgym_env.envs.webshop.state.WebShopState`.
+
+        ``render(env.abstract_state) == env.state`` (the state has no error line: after an
+        invalid action the observation is that text with the domain's error line added).
+        """
+        if self.task is None:
+            raise ConfigurationError("call reset() before reading abstract_state")
+        return state_of_page(self.page, self.task.instruction, self.catalog)
 
     def admissible_actions(self) -> list[str]:
         """The valid actions of the current page (as ``WebShopDomain.admissible_actions`` lists them)."""
@@ -217,6 +230,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             "task_id": task.id,
             "source": "real",
             "admissible_actions": self.admissible_actions(),
+            "abstract_state": self.abstract_state,
         }
         return self.state, info
 
@@ -240,6 +254,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             self._done = truncated
             info.update(action_valid=False, error=error.message, score=0.0, won=False)
             info["admissible_actions"] = self.admissible_actions()
+            info["abstract_state"] = self.abstract_state
             return observation, 0.0, False, truncated, info
         self._show(page)
         reward, terminated, score = 0.0, False, 0.0
@@ -253,6 +268,7 @@ class WebShopRefEnv(gym.Env[str, str]):
         self._done = terminated or truncated
         info.update(action_valid=True, score=score, won=terminated and score >= 1.0 - 1e-9)
         info["admissible_actions"] = self.admissible_actions()
+        info["abstract_state"] = self.abstract_state
         if self.render_mode == "human":
             print(f"> {action}\n{self.state}")
         return self.state, reward, terminated, truncated and not terminated, info

@@ -1,0 +1,337 @@
+"""The abstract WebShop state: the task-relevant content of one page, and its text.
+
+:class:`WebShopState` is what a page shows, self-contained (rendering it needs no catalog):
+the page ``kind``, the instruction, the query and results page, the result rows, the open
+item with its option groups and the selection, the sub-page text and, on the ``done`` page,
+the purchase (``item`` is the product bought, ``selected`` the options bought with). The item
+also carries the product facts the purchase score needs (type, category, attributes), so a
+``done`` state can be scored without the catalog (:func:`score_state`).
+
+:func:`render` gives exactly the page text of the reference env
+(:mod:`~dreamgym_env.envs.webshop.pages`): for every page it renders,
+``render(state_of_page(page, instruction, catalog)) == pages.render(page, instruction, catalog).text``.
+The error line after an invalid action is not part of the state: the env adds it
+(:meth:`~dreamgym_env.envs.domain.Domain.invalid_action_feedback`).
+
+In structured mode the experience model writes this state as JSON
+(``WebShopState.model_json_schema()``); field names are short and lists bounded so that a
+schema-constrained decoder cannot run away. A typical results state is about 1,300
+characters of JSON, an item state about 700.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from dreamgym_env.envs.webshop.catalog import MAX_RESULTS
+from dreamgym_env.envs.webshop.pages import (
+    BACK_LABEL,
+    ERROR_PREFIX,
+    LAYOUT_CACHE_SIZE,
+    NEXT_LABEL,
+    NO_RESULTS_LINE,
+    PREV_LABEL,
+    RESULTS_PER_PAGE,
+    Page,
+    PageKind,
+    is_reachable,
+    page_count,
+    parse_page,
+)
+
+if TYPE_CHECKING:
+    from dreamgym_env.envs.webshop.catalog import Catalog, Product
+    from dreamgym_env.envs.webshop.goal import Goal, Score
+
+__all__ = [
+    "Choice",
+    "Item",
+    "OptionGroup",
+    "ResultRow",
+    "WebShopState",
+    "render",
+    "score_state",
+    "state_of_page",
+    "state_of_text",
+]
+
+ITEM_KINDS: frozenset[str] = frozenset({"item", "description", "features", "reviews", "done"})
+"""Page kinds that show an item (``done``: the item bought)."""
+MAX_PAGE = MAX_RESULTS // RESULTS_PER_PAGE
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+
+class ResultRow(BaseModel):
+    """One row of a results page: ``[<id>] <title> | $<price>``."""
+
+    model_config = _FROZEN
+
+    id: str = Field(description="item id, the row's clickable label", max_length=20)
+    title: str = Field(description="product title", max_length=200)
+    price: float = Field(description="price in dollars", ge=0)
+
+
+class OptionGroup(BaseModel):
+    """One option group of an item: ``<name>: [<value>] [<value>] ...``."""
+
+    model_config = _FROZEN
+
+    name: str = Field(description='group name, e.g. "color", "size"', max_length=40)
+    values: tuple[str, ...] = Field(description="the values offered, in page order", max_length=12)
+
+
+class Choice(BaseModel):
+    """A selected option: ``<group>=<value>``."""
+
+    model_config = _FROZEN
+
+    group: str = Field(description="option group name", max_length=40)
+    value: str = Field(description="the selected value of that group", max_length=60)
+
+
+class Item(BaseModel):
+    """The open (or bought) product: what its pages show, and the facts that score a purchase."""
+
+    model_config = _FROZEN
+
+    id: str = Field(description="item id", max_length=20)
+    title: str = Field(description="product title", max_length=200)
+    price: float = Field(description="price in dollars", ge=0)
+    rating: float = Field(description="average rating, 1 to 5 stars", ge=0, le=5)
+    brand: str = Field(description="brand (features page)", max_length=60)
+    category: str = Field(description="category (features page)", max_length=60)
+    type: str = Field(description='product type, e.g. "running shoes"', max_length=60)
+    attrs: tuple[str, ...] = Field(
+        description='attributes, the features page\'s "- <attr>" lines, in order', max_length=8
+    )
+    options: tuple[OptionGroup, ...] = Field(
+        default=(), description="option groups, in page order", max_length=4
+    )
+
+
+class WebShopState(BaseModel):
+    """The content of one WebShop page (see the module docstring)."""
+
+    model_config = _FROZEN
+
+    kind: PageKind = Field(description="which page is shown")
+    instruction: str = Field(description="the task's instruction, shown on every page", max_length=1000)
+    query: str = Field(
+        default="",
+        description="results, item and sub-pages: the search query (lower case) of the results page",
+        max_length=500,
+    )
+    page: int = Field(
+        default=1, description="results, item and sub-pages: the results page number", ge=1, le=MAX_PAGE
+    )
+    total: int = Field(
+        default=0,
+        description=f"results page: number of results (at most {MAX_RESULTS}, {RESULTS_PER_PAGE} a page)",
+        ge=0,
+        le=MAX_RESULTS,
+    )
+    results: tuple[ResultRow, ...] = Field(
+        default=(), description="results page: the rows of this page", max_length=RESULTS_PER_PAGE
+    )
+    item: Item | None = Field(
+        default=None, description="item, sub-pages and done: the product (done: the one bought)"
+    )
+    selected: tuple[Choice, ...] = Field(
+        default=(), description="item, sub-pages and done: the selected options, in group order", max_length=4
+    )
+    text: tuple[str, ...] = Field(
+        default=(),
+        description="description page: its paragraph; reviews page: its lines "
+        '"<name> (<n> stars): <review>"; else empty (the features page shows the item\'s facts)',
+        max_length=6,
+    )
+
+    @model_validator(mode="after")
+    def _item_where_shown(self) -> WebShopState:
+        if self.kind in ITEM_KINDS and self.item is None:
+            raise ValueError(f"a {self.kind} page needs its item")
+        return self
+
+    @property
+    def page_count(self) -> int:
+        """The number of results pages (``total`` results, 10 a page, at least 1)."""
+        return page_count(self.total)
+
+
+# -- rendering -------------------------------------------------------------------------------------
+
+
+def _selection_text(selected: tuple[Choice, ...]) -> str:
+    return ", ".join(f"{c.group}={c.value}" for c in selected) if selected else "none"
+
+
+def render(state: WebShopState) -> str:
+    """The page text of ``state``, exactly as the reference env shows it (deterministic)."""
+    kind = state.kind
+    if kind == "search":
+        return f"WebShop | search\nInstruction: {state.instruction}\n[Search]"
+    if kind == "results":
+        pages = state.page_count
+        nav = [BACK_LABEL]
+        if state.page > 1:
+            nav.append(PREV_LABEL)
+        if state.page < pages:
+            nav.append(NEXT_LABEL)
+        lines = [
+            f'WebShop | results | query "{state.query}" | page {state.page} of {pages} | {state.total} results',
+            f"Instruction: {state.instruction}",
+            " ".join(f"[{label}]" for label in nav),
+        ]
+        lines.extend(f"[{row.id}] {row.title} | ${row.price:.2f}" for row in state.results)
+        if not state.results:
+            lines.append(NO_RESULTS_LINE)
+        return "\n".join(lines)
+    item = state.item
+    if item is None:
+        raise ValueError(f"a {kind} page needs its item")
+    if kind == "done":
+        bought = f"with {_selection_text(state.selected)}" if state.selected else "with no options"
+        return (
+            f"WebShop | done\nInstruction: {state.instruction}\n"
+            f"Purchased {item.id} {bought} for ${item.price:.2f}."
+        )
+    origin = f'{item.id} | query "{state.query}" | page {state.page}'
+    lines = [f"WebShop | {kind} {origin}", f"Instruction: {state.instruction}", f"[{BACK_LABEL}] [{PREV_LABEL}]"]
+    if kind == "item":
+        lines.append(item.title)
+        lines.append(f"Price: ${item.price:.2f} | Rating: {item.rating:.1f} stars")
+        lines.extend(f"{group.name}: " + " ".join(f"[{v}]" for v in group.values) for group in item.options)
+        lines.append(f"Selected: {_selection_text(state.selected)}")
+        lines.append("[Description] [Features] [Reviews] [Buy Now]")
+        return "\n".join(lines)
+    lines.append(f"Selected: {_selection_text(state.selected)}")
+    if kind == "features":
+        lines.extend((f"- brand: {item.brand}", f"- category: {item.category}"))
+        lines.extend(f"- {a}" for a in item.attrs)
+    else:
+        lines.extend(state.text)
+    return "\n".join(lines)
+
+
+# -- from the reference env's pages ----------------------------------------------------------------
+
+
+def item_of(product: Product) -> Item:
+    """The :class:`Item` of a catalog product."""
+    return Item.model_construct(
+        id=product.id,
+        title=product.title,
+        price=product.price,
+        rating=product.rating,
+        brand=product.brand,
+        category=product.category,
+        type=product.product_type,
+        attrs=product.attributes,
+        options=tuple(OptionGroup.model_construct(name=o.label, values=o.values) for o in product.options),
+    )
+
+
+# Parts shared by many pages, built once (states are immutable, so sharing them is safe).
+@lru_cache(maxsize=16_384)
+def _item(catalog: Catalog, index: int) -> Item:
+    return item_of(catalog.products[index])
+
+
+@lru_cache(maxsize=16_384)
+def _row(catalog: Catalog, index: int) -> ResultRow:
+    product = catalog.products[index]
+    return ResultRow.model_construct(id=product.id, title=product.title, price=product.price)
+
+
+@lru_cache(maxsize=4_096)
+def _choice(group: str, value: str) -> Choice:
+    return Choice.model_construct(group=group, value=value)
+
+
+def _base_state(page: Page, catalog: Catalog) -> WebShopState:
+    """The state of ``page`` with an empty instruction (built without validation: it is the catalog's)."""
+    if page.kind == "search":
+        return WebShopState.model_construct(kind="search", instruction="")
+    if page.kind == "results":
+        found = catalog.search(page.query)
+        shown = found[(page.page - 1) * RESULTS_PER_PAGE : page.page * RESULTS_PER_PAGE]
+        return WebShopState.model_construct(
+            kind="results",
+            instruction="",
+            query=page.query,
+            page=page.page,
+            total=len(found),
+            results=tuple(_row(catalog, i) for i in shown),
+        )
+    product = catalog.products[page.item]
+    text = catalog.text(product, page.kind) if page.kind in ("description", "reviews") else ()
+    return WebShopState.model_construct(
+        kind=page.kind,
+        instruction="",
+        query=page.query,
+        page=page.page,
+        item=_item(catalog, page.item),
+        selected=tuple(_choice(g, v) for g, v in page.selection),
+        text=text,
+    )
+
+
+def state_of_page(page: Page, instruction: str, catalog: Catalog) -> WebShopState:
+    """The state of a reference-env page for a task with ``instruction``.
+
+    ``render(state_of_page(page, instruction, catalog))`` is the page's text. Page states are
+    cached per catalog (without the instruction), so this costs a dictionary look-up and a
+    shallow copy once a page has been seen.
+    """
+    base = catalog.states.get(page)
+    if base is None:
+        if len(catalog.states) >= LAYOUT_CACHE_SIZE:
+            catalog.states.clear()
+        base = catalog.states[page] = _base_state(page, catalog)
+    return base.model_copy(update={"instruction": instruction})
+
+
+def state_of_text(text: str, catalog: Catalog) -> WebShopState | None:
+    """The state of a page's text (error lines of invalid actions ignored), or ``None``.
+
+    ``None`` when ``text`` is not a page of ``catalog``'s shop as the reference env renders it.
+    """
+    clean = "\n".join(line for line in text.split("\n") if not line.startswith(ERROR_PREFIX))
+    page = parse_page(clean, catalog)
+    lines = clean.split("\n")
+    if page is None or not lines[1].startswith("Instruction: ") or not is_reachable(page, catalog):
+        return None
+    state = state_of_page(page, lines[1][len("Instruction: ") :], catalog)
+    return state if render(state) == clean else None
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+
+
+def score_state(state: WebShopState, goal: Goal) -> Score | None:
+    """WebShop's score of the purchase a ``done`` state shows, from the state's fields alone.
+
+    The reference env's rules (:func:`~dreamgym_env.envs.webshop.goal.score_purchase`): the
+    item's type and category, the goal's attributes among its attributes or in its title, the
+    goal's options among the selected values, its price against the bound. ``None`` when the
+    state is not a purchase.
+    """
+    if state.kind != "done" or state.item is None:
+        return None
+    from dreamgym_env.envs.webshop.goal import score_facts
+    from dreamgym_env.envs.webshop.matching import tokens
+
+    item = state.item
+    return score_facts(
+        product_type=item.type,
+        category=item.category,
+        attributes=item.attrs,
+        title_tokens=tokens(item.title),
+        price=item.price,
+        selected=[c.value for c in state.selected],
+        goal=goal,
+    )
