@@ -1,12 +1,23 @@
-"""Seconds per WebShop transition of the embedded local model, on real pages, grounded as in the demo.
+"""Seconds per transition of the embedded local model: text and structured mode, single and batched.
 
-Usage: python benchmarks/local_model.py [--episodes 2] [--steps 3] [--preset qwen-0.5b]
+Usage: python benchmarks/local_model.py [--transitions 4] [--batch 4] [--preset qwen-0.5b]
 
-Plays expert episodes of the reference env (test split) and asks the local model for each of
-their first steps, from the real page, with 4 demonstrations from a replay buffer of 40 expert
-episodes (training split). Prints one row a transition (latency, tokens, load average when it
-started) and a summary. The load average matters: llama.cpp's threads slow down sharply when
-other jobs share the cores.
+Plays expert episodes of the WebShop reference env (test split) and asks the local model for
+their first steps, from the real states, grounded as in the demo: 4 demonstrations from a replay
+buffer of 40 expert episodes (training split) recorded in the same state mode. Three
+configurations: text mode with 4 demonstrations (the demo's setting), structured mode (the
+domain's abstract state as JSON; ALFWorld where WebShop has no state schema) with 4
+demonstrations and without. Each runs ``--transitions`` requests one at a time ("single") and
+``--transitions`` other requests in batches of ``--batch`` ("N=4": one ``predict`` call, as a
+vector env's step; the model's slots decode them together).
+
+Every slot is primed with the mode's system prompt first (:meth:`LocalExperienceModel.prime`),
+so the rows show the steady state of a long run, where that static prefix is always in the KV
+cache. Columns: seconds per transition (wall time / transitions; for a batch, its wall time
+shared among its transitions), aggregate transitions per second, each request's own latency,
+and per request the prompt tokens sent, those evaluated (sent minus those reused from the KV
+cache) and the completion tokens. The load average matters: llama.cpp's threads slow down
+sharply when other jobs share the cores.
 """
 
 from __future__ import annotations
@@ -15,62 +26,168 @@ import argparse
 import os
 import statistics
 import time
+from dataclasses import dataclass
 
 from dreamgym_env.agents.expert import expert_policy
-from dreamgym_env.agents.rollouts import collect_trajectories
+from dreamgym_env.agents.rollouts import StateMode, collect_trajectories
+from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.experience.local import LocalExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.types import ExperienceRequest
+from dreamgym_env.types import ExperienceRequest, Transition
+
+TRAIN_EPISODES = 40
+
+
+@dataclass
+class Row:
+    config: str
+    batching: str
+    transitions: int
+    wall_s: float
+    latencies: list[float]
+    sent: list[int]
+    evaluated: list[int]
+    completion: list[int]
+    load: float
+
+    @classmethod
+    def of(cls, config: str, batching: str, results: list[Transition], wall_s: float, load: float) -> Row:
+        usages = [t.usage for t in results]
+        return cls(
+            config,
+            batching,
+            len(results),
+            wall_s,
+            [u.latency_s for u in usages],
+            [u.prompt_tokens for u in usages],
+            [u.prompt_tokens - u.cached_prompt_tokens for u in usages],
+            [u.completion_tokens for u in usages],
+            load,
+        )
+
+    def line(self) -> str:
+        return (
+            f"{self.config:28} {self.batching:7} {self.transitions:3d} {self.wall_s / self.transitions:9.1f} "
+            f"{self.transitions / self.wall_s:8.3f} {statistics.fmean(self.latencies):8.1f} "
+            f"{statistics.fmean(self.sent):6.0f} {statistics.fmean(self.evaluated):6.0f} "
+            f"{statistics.fmean(self.completion):6.0f} {self.load:5.1f}"
+        )
+
+
+HEADER = (
+    f"{'configuration':28} {'batch':7} {'n':>3} {'s/trans':>9} {'trans/s':>8} {'latency':>8} "
+    f"{'sent':>6} {'evald':>6} {'output':>6} {'load':>5}"
+)
+
+
+def structured_domain() -> Domain:
+    """WebShop where its state schema exists, else ALFWorld."""
+    webshop = get_domain("webshop")
+    return webshop if webshop.state_schema is not None else get_domain("alfworld")
+
+
+def requests_for(
+    pack: Domain, mode: StateMode, demos: int, count: int, steps: int
+) -> list[ExperienceRequest]:
+    """``count`` requests from the first ``steps`` steps of expert test episodes, grounded with ``demos`` demonstrations."""
+    reference = pack.make_reference_env(split="test", max_steps=pack.max_episode_steps)
+    episodes = collect_trajectories(
+        reference, expert_policy(pack), -(-count // steps), seed=1, progress=False, state_mode=mode
+    )
+    schema = pack.state_json_schema if mode == "structured" else None
+    requests = [
+        ExperienceRequest(
+            prompt=pack.prompt, state_schema=schema, task=t.task, state=step.state, action=step.action
+        )
+        for t in episodes
+        for step in t.steps[:steps]
+    ][:count]
+    if not demos:
+        return requests
+    train = pack.make_reference_env(split="train", max_steps=pack.max_episode_steps)
+    buffer = ExperienceReplayBuffer(None, embedder="hashed")
+    try:
+        for trajectory in collect_trajectories(
+            train, expert_policy(pack), TRAIN_EPISODES, seed=0, progress=False, state_mode=mode
+        ):
+            buffer.add_trajectory(trajectory, source="offline")
+        grounder = ReplayGrounder(buffer, k=demos, write_back=False)
+        return [r.model_copy(update={"demonstrations": grounder.demonstrations(r)}) for r in requests]
+    finally:
+        buffer.close()
+
+
+def measure(
+    model: LocalExperienceModel, config: str, requests: list[ExperienceRequest], batch: int
+) -> tuple[Row, Row]:
+    """Half the requests one at a time, the other half in batches of ``batch``."""
+    single, batched = requests[0::2], requests[1::2]
+    load, results, started = os.getloadavg()[0], [], time.perf_counter()
+    for request in single:
+        results.append(model.predict_one(request))
+    single_row = Row.of(config, "single", results, time.perf_counter() - started, load)
+    print(single_row.line(), flush=True)
+    load, results, started = os.getloadavg()[0], [], time.perf_counter()
+    for i in range(0, len(batched), batch):
+        results.extend(model.predict_sync(batched[i : i + batch]))
+    batch_row = Row.of(config, f"N={batch}", results, time.perf_counter() - started, load)
+    print(batch_row.line(), flush=True)
+    return single_row, batch_row
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=3, help="first steps of each episode to predict")
+    parser.add_argument("--transitions", type=int, default=4, help="per configuration and batching")
+    parser.add_argument("--batch", type=int, default=4, help="requests per batch (and model slots)")
+    parser.add_argument("--steps", type=int, default=2, help="first steps of each episode to predict")
     parser.add_argument(
         "--preset", default=None, help="model preset (default: DREAMGYM_LOCAL_MODEL_PRESET or qwen-0.5b)"
     )
     args = parser.parse_args()
 
-    pack = get_domain("webshop")
-    reference = pack.make_reference_env(split="test", max_steps=pack.max_episode_steps)
-    episodes = collect_trajectories(reference, expert_policy(pack), args.episodes, seed=1, progress=False)
-    train = pack.make_reference_env(split="train", max_steps=pack.max_episode_steps)
-    buffer = ExperienceReplayBuffer(None, embedder="hashed")
-    for trajectory in collect_trajectories(train, expert_policy(pack), 40, seed=0, progress=False):
-        buffer.add_trajectory(trajectory, source="offline")
-    grounder = ReplayGrounder(buffer, write_back=False)
-
-    model = LocalExperienceModel(preset=args.preset)
+    webshop, structured = get_domain("webshop"), structured_domain()
+    count = 2 * args.transitions
+    configs: list[tuple[str, Domain, StateMode, int]] = [
+        (f"{webshop.name} text, 4 demos", webshop, "text", 4),
+        (f"{structured.name} structured, 4 demos", structured, "structured", 4),
+        (f"{structured.name} structured, 0 demos", structured, "structured", 0),
+    ]
+    model = LocalExperienceModel(preset=args.preset, n_parallel=args.batch)
     started = time.perf_counter()
     model.load()
     print(
-        f"model {model.model_id}, {model.settings.n_threads} threads, load {time.perf_counter() - started:.1f} s"
+        f"model {model.model_id}, {model.settings.n_threads} threads, {model.settings.n_parallel} slots "
+        f"of {model.settings.n_ctx} tokens, load {time.perf_counter() - started:.1f} s, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'action':42} {'seconds':>8} {'prompt':>7} {'output':>7} {'load avg':>9}")
-    rows = []
+    print(HEADER)
+    rows: list[Row] = []
+    run_started = time.perf_counter()
     try:
-        for trajectory in episodes:
-            for step in trajectory.steps[: args.steps]:
-                request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=trajectory.task, state=step.state, action=step.action)
-                request = request.model_copy(update={"demonstrations": grounder.demonstrations(request)})
-                load = os.getloadavg()[0]
-                usage = model.predict_one(request).usage
-                rows.append(usage.latency_s)
-                print(
-                    f"{step.action[:42]:42} {usage.latency_s:8.1f} {usage.prompt_tokens:7d} "
-                    f"{usage.completion_tokens:7d} {load:9.1f}",
-                    flush=True,
-                )
+        primed: set[tuple[str, str]] = set()
+        for config, pack, mode, demos in configs:
+            requests = requests_for(pack, mode, demos, count, args.steps)
+            if (pack.name, mode) not in primed:
+                model.prime(pack.prompt, requests[0].state_schema)
+                primed.add((pack.name, mode))
+            rows.extend(measure(model, config, requests, args.batch))
     finally:
         model.close()
-        buffer.close()
-    print(
-        f"transitions {len(rows)}: mean {statistics.fmean(rows):.1f} s, median {statistics.median(rows):.1f} s"
-    )
+    print(f"run {time.perf_counter() - run_started:.0f} s, load average at the end {os.getloadavg()[0]:.1f}")
+    text_single = rows[0].wall_s / rows[0].transitions
+    for row in rows[2:]:
+        print(
+            f"{row.config} {row.batching}: {text_single / (row.wall_s / row.transitions):.1f}x faster per "
+            "transition than text with 4 demos, single"
+        )
+    for single, batched in zip(rows[0::2], rows[1::2], strict=True):
+        print(
+            f"{single.config}: N={args.batch} aggregate {batched.transitions / batched.wall_s:.3f} transitions/s vs "
+            f"single {single.transitions / single.wall_s:.3f} "
+            f"({(batched.transitions / batched.wall_s) / (single.transitions / single.wall_s):.2f}x)"
+        )
 
 
 if __name__ == "__main__":

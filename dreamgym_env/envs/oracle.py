@@ -249,7 +249,11 @@ class OracleExperienceModel(ExperienceModel):
         return True
 
     def _other_action(self, request: ExperienceRequest, digest: bytes) -> str | None:
-        actions = list(self.domain.admissible_actions(self._text(request, request.state)) or [])
+        if request.state_schema is not None:
+            admissible = self.domain.state_admissible_actions(self.domain.parse_state(request.state))
+        else:
+            admissible = self.domain.admissible_actions(request.state)
+        actions = list(admissible or [])
         choices = [a for a in actions if a.lower() != request.action.lower() and not ACTION_SLOT.search(a)]
         words = request.task.instruction.split()
         for template in (a for a in actions if ACTION_SLOT.search(a)):  # free text: one word of the task

@@ -47,9 +47,9 @@ from dreamgym_env.errors import (
 )
 from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.prompt import clip, messages, transition_schema
+from dreamgym_env.experience.prompt import clip, messages, system_prompt, transition_schema
 from dreamgym_env.experience.provision import PartsLocator, installed_parts, model_file
-from dreamgym_env.types import ExperienceRequest, Transition
+from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
 
 logger = logging.getLogger(__name__)
 
@@ -311,6 +311,32 @@ class LocalExperienceModel(ExperienceModel):
             )
         return self._runtime
 
+    def prime(self, domain_prompt: DomainPrompt, state_schema: dict[str, Any] | None = None) -> None:
+        """Evaluate a domain's system prompt in every slot now (loading the weights if needed).
+
+        Later requests of that domain and mode reuse it from the KV cache instead of each slot
+        evaluating it on its first request; optional, it only moves that cost earlier.
+        """
+        system = system_prompt(domain_prompt, state_schema)
+        body = {
+            "messages": [{"role": "system", "content": system}, {"role": "user", "content": "#"}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+        }
+
+        async def prime_all() -> list[ChatResult]:
+            calls = [
+                asyncio.to_thread(self._generate_blocking, body, threading.Event())
+                for _ in range(self.settings.n_parallel)
+            ]
+            return list(await asyncio.gather(*calls))
+
+        for result in self.run(prime_all()):
+            if "error" in result:
+                raise translate_runtime_error(
+                    result, backend=self.backend, attempts=1, context="priming", n_ctx=self.settings.n_ctx
+                )
+
     async def aclose(self) -> None:
         """Free the weights (a later prediction loads them again)."""
         await asyncio.to_thread(self._unload)
@@ -335,7 +361,8 @@ class LocalExperienceModel(ExperienceModel):
         finally:
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)  # their threads stop and give back their slots
+            # Wait for the cancelled ones: their threads stop at the next token and give back their slots.
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)

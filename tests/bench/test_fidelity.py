@@ -11,8 +11,9 @@ from dreamgym_env.bench.fidelity import (
     reference_transitions,
 )
 from dreamgym_env.envs.oracle import OracleExperienceModel
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
-from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.errors import ConfigurationError, ModelOutputError
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import Transition
 
@@ -51,14 +52,12 @@ def test_reference_transitions_mirror_the_synthetic_env_requests():
 def test_the_oracle_scores_one(references):
     report = measure(references)
     assert report.n == len(references) > 500
-    assert report.to_dict() | {"n": 1} == {
-        "n": 1,
-        "exact_match": 1.0,
-        "similarity": 1.0,
-        "reward_agreement": 1.0,
-        "done_agreement": 1.0,
-        "accuracy": 1.0,
-    }
+    figures = report.to_dict()
+    for name in ("exact_match", "similarity", "reward_agreement", "done_agreement", "accuracy", "valid"):
+        assert figures[name] == 1.0, name
+    assert report.reward_precision == report.reward_recall == 1.0 and report.admissible_jaccard == 1.0
+    # "always reward 0, not done" agrees on the steps that are not a purchase: most of them
+    assert 0.8 < report.always_zero_reward < 1.0 and 0.8 < report.always_zero_done < 1.0
 
 
 def test_the_oracle_with_error_rate_0_2_scores_about_0_8(references):
@@ -91,3 +90,38 @@ def test_normalize_state_and_bad_arguments(references):
         model.close()
     with pytest.raises(ConfigurationError):
         reference_transitions([], "webshop", history_len=-1)
+
+
+def test_structured_fidelity_reports_every_field():
+    domain = get_domain("alfworld")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    policy = make_policy("noisy", domain, seed=0)
+    trajectories = collect_trajectories(env, policy, 6, progress=False, state_mode="structured")
+    references = reference_transitions(trajectories, domain, history_len=domain.max_episode_steps)
+    assert all(r.request.state_schema == domain.state_json_schema for r in references)
+    perfect = measure_fidelity(OracleExperienceModel(domain), references)
+    assert perfect.kind_agreement == perfect.admissible_jaccard == perfect.exact_match == 1.0
+    assert set(perfect.fields) == set(type(domain.initial_abstract_state(references[0].request.task)).model_fields)
+    assert all(value == 1.0 for value in perfect.fields.values())
+    corrupted = measure_fidelity(OracleExperienceModel(domain, error_rate=0.5, seed=1), references)
+    assert corrupted.reward_agreement < 1.0 and min(corrupted.fields.values()) < 1.0
+
+
+class FailingModel(ScriptedExperienceModel):
+    async def predict(self, requests):
+        if len(requests) > 1 or "take" in requests[0].action:
+            raise ModelOutputError("no transition in that answer")
+        return await super().predict(requests)
+
+
+def test_failed_answers_count_as_invalid_and_wrong():
+    domain = get_domain("alfworld")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(env, make_policy("expert", domain), 3, progress=False, state_mode="structured")
+    references = reference_transitions(trajectories, domain)
+    takes = sum("take" in r.request.action for r in references)
+    model = FailingModel(lambda request: Transition(next_state=request.state))
+    report = measure_fidelity(model, references)
+    assert 0 < takes < len(references)
+    assert report.valid == pytest.approx(1 - takes / len(references))
+    assert report.accuracy <= report.valid

@@ -53,7 +53,8 @@ class FakeRuntime:
     """A runtime double: answers from a script, records bodies, tracks concurrency."""
 
     def __init__(self, script: list[Answer]) -> None:
-        self.script, self.bodies = list(script), []
+        self.script = list(script)
+        self.bodies: list[dict[str, Any]] = []
         self.active = self.peak = 0
         self.closed = False
         self._lock = threading.Lock()
@@ -94,7 +95,9 @@ def gguf(tmp_path) -> Path:
 @pytest.fixture
 def request_() -> ExperienceRequest:
     task = get_domain("webshop").tasks("train")[0]
-    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action="search[red shirt]")
+    return ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action="search[red shirt]"
+    )
 
 
 def make(gguf: Path, factory: Factory, **settings: Any) -> LocalExperienceModel:

@@ -15,14 +15,14 @@ The error line after an invalid action is not part of the state: the env adds it
 
 In structured mode the experience model writes this state as JSON
 (``WebShopState.model_json_schema()``); field names are short and lists bounded so that a
-schema-constrained decoder cannot run away. A typical results state is about 1,300
-characters of JSON, an item state about 700.
+schema-constrained decoder cannot run away. The schema is about 4,200 characters of JSON; a
+typical results state about 1,400 (10 rows), an item state about 650.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -52,6 +52,7 @@ __all__ = [
     "OptionGroup",
     "ResultRow",
     "WebShopState",
+    "item_of",
     "render",
     "score_state",
     "state_of_page",
@@ -62,11 +63,20 @@ ITEM_KINDS: frozenset[str] = frozenset({"item", "description", "features", "revi
 """Page kinds that show an item (``done``: the item bought)."""
 MAX_PAGE = MAX_RESULTS // RESULTS_PER_PAGE
 
-_FROZEN = ConfigDict(extra="forbid", frozen=True)
+
+def _drop_titles(schema: dict[str, Any]) -> None:
+    """Leave pydantic's generated field titles out of the schema (the prompt shows it: keep it short)."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
+_FROZEN = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_drop_titles)
+Word = Annotated[str, Field(max_length=60)]
+Line = Annotated[str, Field(max_length=400)]
 
 
 class ResultRow(BaseModel):
-    """One row of a results page: ``[<id>] <title> | $<price>``."""
+    """One row of a results page: [<id>] <title> | $<price>."""
 
     model_config = _FROZEN
 
@@ -76,16 +86,16 @@ class ResultRow(BaseModel):
 
 
 class OptionGroup(BaseModel):
-    """One option group of an item: ``<name>: [<value>] [<value>] ...``."""
+    """One option group of an item: <name>: [<value>] [<value>] ..."""
 
     model_config = _FROZEN
 
     name: str = Field(description='group name, e.g. "color", "size"', max_length=40)
-    values: tuple[str, ...] = Field(description="the values offered, in page order", max_length=12)
+    values: tuple[Word, ...] = Field(description="the values offered, in page order", max_length=12)
 
 
 class Choice(BaseModel):
-    """A selected option: ``<group>=<value>``."""
+    """A selected option: <group>=<value>."""
 
     model_config = _FROZEN
 
@@ -105,7 +115,7 @@ class Item(BaseModel):
     brand: str = Field(description="brand (features page)", max_length=60)
     category: str = Field(description="category (features page)", max_length=60)
     type: str = Field(description='product type, e.g. "running shoes"', max_length=60)
-    attrs: tuple[str, ...] = Field(
+    attrs: tuple[Word, ...] = Field(
         description='attributes, the features page\'s "- <attr>" lines, in order', max_length=8
     )
     options: tuple[OptionGroup, ...] = Field(
@@ -114,7 +124,7 @@ class Item(BaseModel):
 
 
 class WebShopState(BaseModel):
-    """The content of one WebShop page (see the module docstring)."""
+    """The content of one WebShop page; the page text is rendered from it."""
 
     model_config = _FROZEN
 
@@ -143,7 +153,7 @@ class WebShopState(BaseModel):
     selected: tuple[Choice, ...] = Field(
         default=(), description="item, sub-pages and done: the selected options, in group order", max_length=4
     )
-    text: tuple[str, ...] = Field(
+    text: tuple[Line, ...] = Field(
         default=(),
         description="description page: its paragraph; reviews page: its lines "
         '"<name> (<n> stars): <review>"; else empty (the features page shows the item\'s facts)',
@@ -200,7 +210,11 @@ def render(state: WebShopState) -> str:
             f"Purchased {item.id} {bought} for ${item.price:.2f}."
         )
     origin = f'{item.id} | query "{state.query}" | page {state.page}'
-    lines = [f"WebShop | {kind} {origin}", f"Instruction: {state.instruction}", f"[{BACK_LABEL}] [{PREV_LABEL}]"]
+    lines = [
+        f"WebShop | {kind} {origin}",
+        f"Instruction: {state.instruction}",
+        f"[{BACK_LABEL}] [{PREV_LABEL}]",
+    ]
     if kind == "item":
         lines.append(item.title)
         lines.append(f"Price: ${item.price:.2f} | Rating: {item.rating:.1f} stars")

@@ -57,7 +57,7 @@ class Recorder(gym.Wrapper):
         self.seen.append((observation, info))
         return observation, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
         self.seen.append((result[0], result[4]))
         return result
@@ -94,8 +94,11 @@ class RandomBuyer:
         if kind == "results" and ids:
             return ids[int(self.rng.integers(len(ids)))]
         if kind == "item":
-            values = [a for a in actions[2:] if a not in ("click[Description]", "click[Features]",
-                                                          "click[Reviews]", "click[Buy Now]")]
+            values = [
+                a
+                for a in actions[2:]
+                if a not in ("click[Description]", "click[Features]", "click[Reviews]", "click[Buy Now]")
+            ]
             if values and self.rng.random() < 0.6:
                 return values[int(self.rng.integers(len(values)))]
             return "click[Buy Now]"
@@ -233,16 +236,16 @@ def test_schema_and_state_sizes(episodes, capsys):
 
 
 def test_validation_refuses_what_cannot_render():
-    item = Item(
-        id="B0X", title="T", price=1.0, rating=4.0, brand="b", category="c", type="t", attrs=("a",)
-    )
+    item = Item(id="B0X", title="T", price=1.0, rating=4.0, brand="b", category="c", type="t", attrs=("a",))
     WebShopState(kind="item", instruction="i", item=item)
     with pytest.raises(ValidationError):
         WebShopState(kind="item", instruction="i")  # an item page needs its item
     with pytest.raises(ValidationError):
         WebShopState.model_validate({"kind": "search", "instruction": "i", "extra": 1})
     with pytest.raises(ValidationError):
-        WebShopState(kind="results", instruction="i", results=(ResultRow(id="B0X", title="T", price=1.0),) * 11)
+        WebShopState(
+            kind="results", instruction="i", results=(ResultRow(id="B0X", title="T", price=1.0),) * 11
+        )
     with pytest.raises(ValidationError):
         WebShopState(kind="results", instruction="i", page=6)
     with pytest.raises(ValidationError):
@@ -286,8 +289,14 @@ def test_rubric_is_none_off_purchases_and_without_goal():
     assert DOMAIN.rubric_reward(task, done, BUY) == float(info["won"])
     free = DOMAIN.make_task(task.instruction)
     assert DOMAIN.rubric_reward(free, done, BUY) is None
-    assert DOMAIN.rubric_reward(Task(id="t", domain="webshop", instruction="x", initial_state="",
-                                     metadata={"goal": "junk"}), done, BUY) is None
+    assert (
+        DOMAIN.rubric_reward(
+            Task(id="t", domain="webshop", instruction="x", initial_state="", metadata={"goal": "junk"}),
+            done,
+            BUY,
+        )
+        is None
+    )
 
 
 def test_rubric_scores_the_state_not_the_catalog():
@@ -308,7 +317,9 @@ def test_rubric_scores_the_state_not_the_catalog():
     other = done.item.model_copy(update={"type": "garden hose", "category": "nowhere"})
     assert DOMAIN.rubric_reward(task, done.model_copy(update={"item": other}), BUY) == 0.0
     score = score_state(done, goal)
-    assert score is not None and score.won and score_state(env.reset(seed=0)[1]["abstract_state"], goal) is None
+    assert (
+        score is not None and score.won and score_state(env.reset(seed=0)[1]["abstract_state"], goal) is None
+    )
 
 
 def purchases(seen: list[tuple[str, dict[str, Any]]]) -> list[tuple[float | None, bool, float, float]]:
@@ -319,7 +330,9 @@ def purchases(seen: list[tuple[str, dict[str, Any]]]) -> list[tuple[float | None
         if info.get("action_valid") and state.kind == "done":
             score = score_state(state, Goal.of_task(info["task"]))
             assert score is not None
-            out.append((DOMAIN.rubric_reward(info["task"], state, BUY), info["won"], info["score"], score.value))
+            out.append(
+                (DOMAIN.rubric_reward(info["task"], state, BUY), info["won"], info["score"], score.value)
+            )
     return out
 
 
