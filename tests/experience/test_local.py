@@ -331,6 +331,24 @@ def test_an_error_in_a_batch_is_raised_typed_and_stops_the_others(gguf, request_
         model.close()
 
 
+def test_prime_evaluates_the_system_prompt_in_every_slot(gguf, request_):
+    barrier = threading.Barrier(3, timeout=10)
+
+    def meet(body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
+        barrier.wait()
+        return completion("{", finish="length", generated=1)
+
+    factory = Factory(meet)
+    model = make(gguf, factory, n_parallel=3)
+    try:
+        model.prime(request_.prompt)
+    finally:
+        model.close()
+    system = messages(request_.prompt, request_)[0]
+    assert [body["messages"][0] for body in factory.runtime.bodies] == [system] * 3
+    assert all(body["max_tokens"] == 1 for body in factory.runtime.bodies)
+
+
 def test_prompt_tokens_taken_from_the_kv_cache_are_counted(gguf, request_):
     first = completion("not json", prompt=300)
     first["usage"]["prompt_tokens_details"] = {"cached_tokens": 120}

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
+from pydantic import BaseModel, ConfigDict, Field
 
 from dreamgym_env.curriculum.variations import Rejection, TaskVariations
 from dreamgym_env.envs.domain import (
@@ -57,10 +58,38 @@ EXITS: dict[str, dict[str, str]] = {
 KEY_ROOMS = ("hall", "library", "cellar")
 TREASURES = ("gem", "crown", "coin", "ring", "chalice", "scroll")
 PASSWORDS = (
-    "sesame", "marble", "falcon", "juniper", "quartz", "lantern", "meadow", "copper",
-    "thistle", "harbor", "velvet", "ember", "willow", "saffron", "granite", "osprey",
-    "cobalt", "maple", "tundra", "zephyr", "nectar", "basalt", "cinder", "lotus",
-    "orchid", "pepper", "raven", "summit", "tangle", "umber", "violet", "walnut",
+    "sesame",
+    "marble",
+    "falcon",
+    "juniper",
+    "quartz",
+    "lantern",
+    "meadow",
+    "copper",
+    "thistle",
+    "harbor",
+    "velvet",
+    "ember",
+    "willow",
+    "saffron",
+    "granite",
+    "osprey",
+    "cobalt",
+    "maple",
+    "tundra",
+    "zephyr",
+    "nectar",
+    "basalt",
+    "cinder",
+    "lotus",
+    "orchid",
+    "pepper",
+    "raven",
+    "summit",
+    "tangle",
+    "umber",
+    "violet",
+    "walnut",
 )
 NUM_TRAIN, NUM_TEST = 20, 8
 SAY_ACTION = "SAY <word>"
@@ -113,7 +142,12 @@ class Goal:
         return tuple(sorted({self.treasure, self.decoy}))
 
     def metadata(self) -> dict[str, str]:
-        return {"key_room": self.key_room, "password": self.password, "treasure": self.treasure, "decoy": self.decoy}
+        return {
+            "key_room": self.key_room,
+            "password": self.password,
+            "treasure": self.treasure,
+            "decoy": self.decoy,
+        }
 
 
 def instruction_for(key_room: str, password: str, treasure: str) -> str:
@@ -289,6 +323,58 @@ def parse_action(text: str) -> ParsedAction | ActionError:
 
 
 # -- the domain --------------------------------------------------------------------------------
+class ToyState(BaseModel):
+    """The abstract state of the toy house: the structured twin of its state text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    room: Literal["hall", "library", "cellar", "vault", "done"] = Field(description="where the agent is")
+    goal: str = Field(description="the task's instruction")
+    exits: dict[str, str] = Field(default_factory=dict, description="direction -> room")
+    here: list[str] = Field(default_factory=list, description="items in the room")
+    holding_key: bool = False
+    door: Door = "locked"
+    note: str = Field("", description="what just failed, after a wrong password")
+    claimed: str | None = Field(None, description="the item claimed (room done)")
+
+
+def render_toy_state(state: ToyState) -> str:
+    """The state text of an abstract toy state (``toy_state_of`` reads it back)."""
+    if state.room == "done":
+        return f"{HEADER}done\nGoal: {state.goal}\nYou claimed the {state.claimed}."
+    lines = [
+        f"{HEADER}{state.room}",
+        f"Goal: {state.goal}",
+        f"Exits: {', '.join(f'{direction} ({room})' for direction, room in state.exits.items())}",
+        f"Here: {', '.join(state.here) or 'nothing'}",
+        f"Holding: {'key' if state.holding_key else 'nothing'}",
+        f"Door: {state.door}",
+    ]
+    if state.note:
+        lines.append(f"Note: {state.note}")
+    return "\n".join(lines)
+
+
+def toy_state_of(text: str) -> ToyState:
+    """The abstract state of a toy state text (``ConfigurationError`` when it is not one)."""
+    view = read_state(text)
+    if view is None:
+        raise ConfigurationError(f"not a toy state: {excerpt(text)}")
+    if view.done:
+        lines = text.split("\n")
+        claimed = lines[-1].removeprefix("You claimed the ").rstrip(".")
+        return ToyState(room="done", goal=lines[1].removeprefix("Goal: "), claimed=claimed)
+    return ToyState(
+        room=view.room,  # type: ignore[arg-type]
+        goal=view.goal_line,
+        exits=view.exits,
+        here=list(view.here),
+        holding_key=view.holding_key,
+        door=view.door,  # type: ignore[arg-type]
+        note=view.note,
+    )
+
+
 class ToyDomain(Domain):
     """The toy house (see the module docstring)."""
 
@@ -297,6 +383,19 @@ class ToyDomain(Domain):
     max_episode_steps = 8
     ends_only_on_terminal_actions = True
     reward_modes: tuple[RewardMode, ...] = ("outcome", "score")
+    state_schema = ToyState
+    state_kind_field = "room"
+
+    def render_state(self, state: BaseModel) -> str:
+        return render_toy_state(ToyState.model_validate(state))
+
+    def initial_abstract_state(self, task: Task) -> ToyState:
+        return toy_state_of(task.initial_state)
+
+    def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
+        """1 when the claimed item is the task's treasure (the instruction names it)."""
+        claimed = getattr(state, "claimed", None)
+        return None if claimed is None else float(claimed == goal_of(task).treasure)
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)
@@ -445,6 +544,11 @@ class ToyRefEnv(gym.Env[str, str]):
         assert self.task is not None and self.goal is not None
         return render(self.task.instruction, self.goal, self.world)
 
+    @property
+    def abstract_state(self) -> ToyState:
+        """The current state as a :class:`ToyState` (``render_toy_state`` gives :attr:`state`)."""
+        return toy_state_of(self.state)
+
     def admissible_actions(self) -> list[str]:
         return list(_admissible(self.state))
 
@@ -458,7 +562,9 @@ class ToyRefEnv(gym.Env[str, str]):
                 raise UnknownNameError("task id", spec, self._by_id)
             return self._by_id[spec]
         if not isinstance(spec, Task):
-            raise ConfigurationError(f"options['task'] must be a Task or a task id, got {type(spec).__name__}")
+            raise ConfigurationError(
+                f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
+            )
         goal_of(spec)  # raises for a task without a goal
         return spec
 
@@ -476,12 +582,19 @@ class ToyRefEnv(gym.Env[str, str]):
         task = self.resolve_task(task)
         goal = goal_of(task)
         view = read_state(state)
-        if view is None or view.done or view.room not in EXITS or view.door not in ("locked", "unlocked", "open"):
+        if (
+            view is None
+            or view.done
+            or view.room not in EXITS
+            or view.door not in ("locked", "unlocked", "open")
+        ):
             raise ConfigurationError(f"not a toy state the env can continue from: {excerpt(state, 120)!r}")
         world = World(view.room, view.holding_key, view.door, view.note)  # type: ignore[arg-type]
         clean = "\n".join(line for line in state.split("\n") if not line.startswith(ERROR_PREFIX))
         if render(task.instruction, goal, world) != clean:
-            raise ConfigurationError(f"state does not match what the toy env renders: {excerpt(state, 120)!r}")
+            raise ConfigurationError(
+                f"state does not match what the toy env renders: {excerpt(state, 120)!r}"
+            )
         self.task, self.goal, self.world = task, goal, world
         self.elapsed_steps, self._done = 0, False
 
@@ -597,7 +710,9 @@ class ToyTaskVariations(TaskVariations):
         task = make_toy_task(self.name, "", goal, instruction)
         task = self.new_task(parent, instruction, task.initial_state, goal.metadata())
         if not self.winnable(task):
-            return Rejection("infeasible", f"the expert cannot win it (password {password!r})", parent.id, instruction)
+            return Rejection(
+                "infeasible", f"the expert cannot win it (password {password!r})", parent.id, instruction
+            )
         return task
 
     def winnable(self, task: Task) -> bool:
