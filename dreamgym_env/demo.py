@@ -1,10 +1,15 @@
 """``dreamgym demo``: synthetic episodes side by side with the reference env, then a summary.
 
 A scripted policy (the domain's expert) plays a few episodes of the synthetic env. Every action
-is also given to the domain's reference env, from the same page where the reference env can
-continue from the synthetic state (a restorable one can, when the model reproduced a real state), otherwise
-from the reference env's own page. Each step shows the model's next state and reward beside the
-real ones; the summary gives steps, seconds per step, reward agreement and next-state similarity.
+is also given to the domain's reference env, from the same state where the reference env can
+continue from the synthetic one (a restorable env can, when the model wrote a real state),
+otherwise from the reference env's own state. Each step shows the model's next state and reward
+above the real ones; the summary leads with the share of valid synthetic states and the
+agreement with the reference env, then the cost (seconds and tokens per step).
+
+Structured mode (the default for domains with a state schema): the model answers the domain's
+abstract state, constrained to its JSON schema, and the env renders it; a valid state is one
+the domain accepts. In text mode a valid state is one the reference env can continue from.
 
 Grounding (``replay=True``): a small in-memory replay buffer is filled with expert trajectories
 of the reference env on training tasks (the demo plays test tasks), and every request carries
@@ -29,7 +34,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from rich.console import Console
+from rich.console import Console, Group
+from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -38,7 +44,7 @@ from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
 from dreamgym_env.envs.registry import default_domain, get_domain
-from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.envs.synthetic import DreamEnv, StateMode
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
@@ -75,6 +81,8 @@ class DemoStep:
     completion_tokens: int = 0
     fallback: bool = False
     """Whether the scripted policy could not read the page and the first admissible action was taken."""
+    valid: bool | None = None
+    """Whether the synthetic next state is a valid state of the domain (``None``: cannot tell)."""
 
     @property
     def similarity(self) -> float:
@@ -92,6 +100,7 @@ class DemoSummary:
 
     model: str
     domain: str
+    state_mode: str
     episodes: int
     steps: int
     model_calls: int
@@ -106,6 +115,8 @@ class DemoSummary:
     done_agreement: float
     state_similarity: float
     same_page_share: float
+    valid_share: float | None
+    """Share of synthetic next states that are valid states of the domain (``None``: cannot tell)."""
     replay_transitions: int
     """Size of the replay buffer that grounded the model (0: no grounding)."""
     records: list[DemoStep] = field(default_factory=list, repr=False)
@@ -132,18 +143,28 @@ def _build_model(model: str | None) -> ExperienceModel:
 
 
 def _ground(env: DreamEnv, pack: Domain, episodes: int, seed: int) -> ExperienceReplayBuffer:
-    """Fill an in-memory buffer with expert episodes of the reference env and ground ``env`` in it."""
+    """Fill an in-memory buffer with expert episodes of the reference env and ground ``env`` in it.
+
+    The episodes are recorded in the env's state mode; structured states are shown whole (they
+    are compact already), text pages compacted line by line.
+    """
     reference = pack.make_reference_env(split="train", max_steps=pack.max_episode_steps)
     try:
         trajectories = collect_trajectories(
-            reference, expert_policy(pack), episodes, seed=seed, progress=False
+            reference, expert_policy(pack), episodes, seed=seed, progress=False, state_mode=env.state_mode
         )
     finally:
         reference.close()
     buffer = ExperienceReplayBuffer(None)
     for trajectory in trajectories:
         buffer.add_trajectory(trajectory, source="offline")
-    env.add_context_provider(ReplayGrounder(buffer, write_back=False).demonstrations)
+    whole = env.state_mode == "structured"
+    grounder = ReplayGrounder(
+        buffer,
+        write_back=False,
+        **({"state_chars": None, "next_state_chars": None} if whole else {}),  # type: ignore[arg-type]
+    )
+    env.add_context_provider(grounder.demonstrations)
     return buffer
 
 
@@ -165,27 +186,28 @@ def _restore(reference: gym.Env, task: Task, state: str) -> bool:
     return True
 
 
-def _step_table(r: DemoStep) -> Table:
-    """One step: the action as the title, the two next states side by side, the verdicts below."""
+def _step_view(r: DemoStep, full: bool) -> Group:
+    """One step: a title line, the synthetic and the reference next state stacked (full width), the verdicts."""
     called = f"model {r.latency_s:.1f}s" if r.model_call else "no model call"
-    table = Table(
-        title=Text(f"step {r.step} · {r.action} · {called}", style="bold"),
-        caption=Text(
-            f"reward {r.synthetic_reward:g} / {r.reference_reward:g} {'✓' if r.reward_agrees else '✗'} · "
-            f"done {str(r.synthetic_done).lower()} / {str(r.reference_done).lower()} · "
-            f"similarity {r.similarity:.2f}"
-            + ("" if r.same_page else " · the reference stepped from its own page")
-            + (" · the expert could not read this page: first admissible action" if r.fallback else "")
-        ),
-        expand=True,
+    validity = "" if r.valid is None else (" · valid state" if r.valid else " · NOT a valid state")
+    verdicts = Text(
+        f"reward {r.synthetic_reward:g} / {r.reference_reward:g} {'✓' if r.reward_agrees else '✗'} · "
+        f"done {str(r.synthetic_done).lower()} / {str(r.reference_done).lower()} · "
+        f"similarity {r.similarity:.2f}{validity}"
+        + ("" if r.same_page else " · the reference stepped from its own state")
+        + (" · the expert could not read this state: first admissible action" if r.fallback else ""),
+        style="dim",
     )
-    table.add_column("synthetic (experience model)", ratio=1, no_wrap=True, overflow="ellipsis")
-    table.add_column("reference (real env)", ratio=1, no_wrap=True, overflow="ellipsis")
-    synthetic = Text(_excerpt(r.synthetic_state))
+    synthetic = Text(r.synthetic_state if full else _excerpt(r.synthetic_state))
     if r.reasoning:
         synthetic.append("\nreasoning: " + " ".join(r.reasoning.split())[:REASONING_CHARS], style="dim")
-    table.add_row(synthetic, Text(_excerpt(r.reference_state)))
-    return table
+    reference = Text(r.reference_state if full else _excerpt(r.reference_state))
+    return Group(
+        Text(f"step {r.step} · {r.action} · {called}", style="bold"),
+        Panel(synthetic, title="synthetic (experience model)", title_align="left"),
+        Panel(reference, title="reference (real env)", title_align="left"),
+        verdicts,
+    )
 
 
 def _summary_table(summary: DemoSummary) -> Table:
@@ -193,7 +215,16 @@ def _summary_table(summary: DemoSummary) -> Table:
     table.add_column("metric")
     table.add_column("value", justify="right")
     rows = [
+        (
+            "valid synthetic states",
+            "n/a" if summary.valid_share is None else f"{summary.valid_share:.0%}",
+        ),
+        ("reward agreement", f"{summary.reward_agreement:.0%}"),
+        ("episode-end agreement", f"{summary.done_agreement:.0%}"),
+        ("next-state similarity (mean)", f"{summary.state_similarity:.2f}"),
+        ("steps compared from the same state", f"{summary.same_page_share:.0%}"),
         ("experience model", summary.model),
+        ("state mode", summary.state_mode),
         (
             "replay buffer (real transitions)",
             str(summary.replay_transitions) if summary.replay_transitions else "off",
@@ -210,10 +241,6 @@ def _summary_table(summary: DemoSummary) -> Table:
         ),
         ("model load (s)", f"{summary.load_s:.1f}"),
         ("wall time (s)", f"{summary.wall_s:.1f}"),
-        ("reward agreement", f"{summary.reward_agreement:.0%}"),
-        ("episode-end agreement", f"{summary.done_agreement:.0%}"),
-        ("next-state similarity (mean)", f"{summary.state_similarity:.2f}"),
-        ("steps compared from the same page", f"{summary.same_page_share:.0%}"),
     ]
     for name, value in rows:
         table.add_row(name, value)
@@ -232,6 +259,8 @@ def run_demo(
     experience_model: ExperienceModel | None = None,
     console: Console | None = None,
     progress: bool = True,
+    state_mode: StateMode | None = None,
+    full: bool = False,
 ) -> DemoSummary:
     """Run the demo and print it; return the measurements.
 
@@ -248,12 +277,16 @@ def run_demo(
         experience_model: use this backend instead of ``model`` (it is not closed afterwards).
         console: where to print (default: a new rich console).
         progress: show a progress bar.
+        state_mode: ``"structured"`` (the default where the domain has a state schema) or ``"text"``.
+        full: show whole states (default: their first lines).
     """
     if episodes < 1 or max_steps < 1:
         raise ConfigurationError(f"episodes and max_steps must be >= 1, got {episodes} and {max_steps}")
     console = console or Console()
     pack = get_domain(domain) if domain is not None else default_domain()
+    mode: StateMode = state_mode or ("structured" if pack.state_schema is not None else "text")
     reference = pack.make_reference_env(split="test")
+    validator = pack.make_reference_env(split="test")
     tasks = list(getattr(reference.unwrapped, "tasks", None) or pack.tasks("test"))
     if not tasks:
         raise ConfigurationError(f"domain {pack.name!r} has no test tasks to run")
@@ -266,19 +299,35 @@ def run_demo(
     replay_transitions = 0
     try:
         load_s = _load(model_obj, console)
-        env = DreamEnv(pack, model_obj, max_steps=max_steps)
+        env = DreamEnv(pack, model_obj, max_steps=max_steps, state_mode=mode)
+        console.print(f"{pack.name}: {mode} states, {episodes} episode(s) of at most {max_steps} steps")
         if replay:
+            started_grounding = time.perf_counter()
             buffer = _ground(env, pack, replay_episodes, seed)
             replay_transitions = len(buffer)
-        records = _play(env, reference, expert_policy(pack), chosen, max_steps, console, progress)
+            console.print(
+                f"grounding: {replay_transitions} real transitions of {replay_episodes} expert episodes "
+                f"({time.perf_counter() - started_grounding:.1f} s)"
+            )
+        records = _play(
+            env, reference, validator, expert_policy(pack), chosen, max_steps, console, progress, full
+        )
     finally:
         reference.close()
+        validator.close()
         if buffer is not None:
             buffer.close()
         if owned:
             model_obj.close()
     summary = _summarise(
-        records, model_obj, pack.name, episodes, time.perf_counter() - started, load_s, replay_transitions
+        records,
+        model_obj,
+        pack.name,
+        mode,
+        episodes,
+        time.perf_counter() - started,
+        load_s,
+        replay_transitions,
     )
     console.print(_summary_table(summary))
     return summary
@@ -318,14 +367,29 @@ def _act(domain: Domain, policy: Policy, observation: str, info: dict[str, Any])
         return "", True  # nothing admissible: an invalid action, answered with failure feedback
 
 
+def _valid(env: DreamEnv, validator: gym.Env, task: Task) -> bool | None:
+    """Whether the synthetic env's state is a valid state of its domain (``None``: cannot tell).
+
+    Structured states are valid by construction (the domain parsed them); a text state is valid
+    when a restorable reference env can continue from it.
+    """
+    if env.state_mode == "structured":
+        return True
+    if not getattr(validator.unwrapped, "restorable", False):
+        return None
+    return _restore(validator, task, env.observation)
+
+
 def _play(
     env: DreamEnv,
     reference: gym.Env,
+    validator: gym.Env,
     policy: Policy,
     tasks: list[Task],
     max_steps: int,
     console: Console,
     progress: bool,
+    full: bool,
 ) -> list[DemoStep]:
     records: list[DemoStep] = []
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -347,8 +411,8 @@ def _play(
                 if stop is not None:
                     bar.console.print(Text(f"{stop}: episode stopped", style="dim"))
                     break
-                same_page = (env.state == ref_state and not reference_done) or _restore(
-                    reference, task, env.state
+                same_page = (env.observation == ref_state and not reference_done) or _restore(
+                    reference, task, env.observation
                 )
                 observation, reward, terminated, truncated, info = env.step(action)
                 if reference_done and not same_page:
@@ -375,9 +439,10 @@ def _play(
                         prompt_tokens=int(usage.get("prompt_tokens", 0)),
                         completion_tokens=int(usage.get("completion_tokens", 0)),
                         fallback=fallback,
+                        valid=_valid(env, validator, task) if info.get("action_valid", True) else None,
                     )
                 )
-                bar.console.print(_step_table(episode[-1]))
+                bar.console.print(_step_view(episode[-1], full))
                 bar.advance(job)
                 if terminated or truncated:
                     break
@@ -390,17 +455,20 @@ def _summarise(
     records: list[DemoStep],
     model: ExperienceModel,
     domain: str,
+    state_mode: str,
     episodes: int,
     wall_s: float,
     load_s: float,
     replay_transitions: int,
 ) -> DemoSummary:
     called = [r for r in records if r.model_call]
+    judged = [r for r in records if r.valid is not None]
     latencies = [r.latency_s for r in called]
     count = max(1, len(records))
     return DemoSummary(
         model=f"{type(getattr(model, 'inner', model)).__name__} {model.model_id}",
         domain=domain,
+        state_mode=state_mode,
         episodes=episodes,
         steps=len(records),
         model_calls=len(latencies),
@@ -414,6 +482,7 @@ def _summarise(
         done_agreement=sum(r.synthetic_done == r.reference_done for r in records) / count,
         state_similarity=statistics.fmean(r.similarity for r in records) if records else 0.0,
         same_page_share=sum(r.same_page for r in records) / count,
+        valid_share=(sum(bool(r.valid) for r in judged) / len(judged)) if judged else None,
         replay_transitions=replay_transitions,
         records=records,
     )

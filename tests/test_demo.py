@@ -7,6 +7,7 @@ import pytest
 from rich.console import Console
 
 from dreamgym_env.demo import DemoSummary, _act, _build_model, run_demo
+from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience import selection
@@ -40,6 +41,8 @@ def stuck(request: ExperienceRequest) -> Transition:
 
 
 def demo(respond: Any, **kwargs: Any) -> tuple[DemoSummary, str, ScriptedExperienceModel]:
+    """The demo in text mode with a scripted model (the pages these doubles write are text)."""
+    kwargs.setdefault("state_mode", "text")
     out = io.StringIO()
     model = ScriptedExperienceModel(respond)
     try:
@@ -148,3 +151,34 @@ def test_episode_stops_when_the_policy_repeats_an_invalid_action():
     summary, text, model = demo(no_prev, episodes=1, max_steps=5, replay=False)
     assert len(summary.records) == 2 and not summary.records[1].model_call  # the invalid one, once
     assert model.calls == 1 and "repeats an action that is invalid" in text
+
+
+def test_structured_demo_with_a_perfect_model_shows_valid_states_and_agreement():
+    out = io.StringIO()
+    model = OracleExperienceModel("webshop")
+    try:
+        summary = run_demo(
+            experience_model=model, console=Console(file=out, width=100), progress=False, episodes=2, max_steps=8
+        )
+    finally:
+        model.close()
+    text = out.getvalue()
+    assert summary.state_mode == "structured" and summary.steps >= 4
+    assert summary.valid_share == summary.reward_agreement == summary.done_agreement == 1.0
+    assert summary.same_page_share == 1.0 and summary.state_similarity == pytest.approx(1.0)
+    # stacked full-width panels, the summary leads with validity and agreement
+    assert "synthetic (experience model)" in text and "reference (real env)" in text
+    summary_lines = text[text.index("summary") :].splitlines()
+    first_rows = [line for line in summary_lines if "│" in line][:3]
+    assert "valid synthetic states" in first_rows[0] and "reward agreement" in first_rows[1]
+    assert "grounding:" in text and "structured states" in text
+
+
+def test_text_pages_a_restorable_reference_cannot_continue_from_are_invalid():
+    summary, text, _ = demo(stuck_but_wrong, episodes=1, max_steps=3)
+    assert summary.valid_share == 0.0 and "NOT a valid state" in text
+
+
+def stuck_but_wrong(request: ExperienceRequest) -> Transition:
+    """A poor experience model that writes a page the shop never shows."""
+    return Transition(reasoning="a made-up page", next_state="WebShop | nowhere\n[Buy Now]")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import gymnasium as gym
 import typer
@@ -16,6 +16,9 @@ from dreamgym_env.cli.buffer import buffer_app
 from dreamgym_env.cli.sim2real import sim2real_command
 from dreamgym_env.cli.tasks import tasks_app
 from dreamgym_env.envs.registry import default_domain, get_domain, reference_id, synthetic_id
+
+if TYPE_CHECKING:
+    from dreamgym_env.envs.synthetic import StateMode
 
 app = typer.Typer(
     help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
@@ -51,6 +54,11 @@ def demo(
     replay: Annotated[
         bool, typer.Option(help="Ground the model in a replay buffer of expert episodes.")
     ] = True,
+    state_mode: Annotated[
+        str | None,
+        typer.Option(help="'structured' (default where the domain has a state schema) or 'text'."),
+    ] = None,
+    full: Annotated[bool, typer.Option(help="Show whole states, not their first lines.")] = False,
 ) -> None:
     """Synthetic episodes beside the reference env, step by step, then a fidelity summary."""
     from dreamgym_env.demo import run_demo
@@ -63,6 +71,8 @@ def demo(
         seed=seed,
         replay=replay,
         console=console,
+        state_mode=cast("StateMode | None", state_mode),
+        full=full,
     )
 
 
