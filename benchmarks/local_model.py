@@ -1,15 +1,16 @@
 """Seconds per transition of the embedded local model: text and structured mode, single and batched.
 
-Usage: python benchmarks/local_model.py [--transitions 4] [--batch 4] [--preset qwen-0.5b]
+Usage: python benchmarks/local_model.py [--episodes 2] [--steps 2] [--batch 4] [--preset qwen-0.5b]
 
 Plays expert episodes of the WebShop reference env (test split) and asks the local model for
-their first steps, from the real states, grounded as in the demo: 4 demonstrations from a replay
-buffer of 40 expert episodes (training split) recorded in the same state mode. Three
-configurations: text mode with 4 demonstrations (the demo's setting), structured mode (the
+their first ``--steps`` steps, from the real states, grounded as in the demo: 4 demonstrations
+from a replay buffer of 40 expert episodes (training split) recorded in the same state mode.
+Three configurations: text mode with 4 demonstrations (the demo's setting), structured mode (the
 domain's abstract state as JSON; ALFWorld where WebShop has no state schema) with 4
-demonstrations and without. Each runs ``--transitions`` requests one at a time ("single") and
-``--transitions`` other requests in batches of ``--batch`` ("N=4": one ``predict`` call, as a
-vector env's step; the model's slots decode them together).
+demonstrations and without. Each runs the steps of ``--episodes`` episodes one request at a time,
+episode after episode ("single", as one env), and the steps of ``--batch`` other episodes as
+one batch a step ("N=4": one ``predict`` call holding step k of every episode, as a vector env's
+step; the model's slots decode them together).
 
 Every slot is primed with the mode's system prompt first (:meth:`LocalExperienceModel.prime`),
 so the rows show the steady state of a long run, where that static prefix is always in the KV
@@ -89,21 +90,23 @@ def structured_domain() -> Domain:
 
 
 def requests_for(
-    pack: Domain, mode: StateMode, demos: int, count: int, steps: int
-) -> list[ExperienceRequest]:
-    """``count`` requests from the first ``steps`` steps of expert test episodes, grounded with ``demos`` demonstrations."""
+    pack: Domain, mode: StateMode, demos: int, episodes: int, steps: int
+) -> list[list[ExperienceRequest]]:
+    """The requests of the first ``steps`` steps of expert test episodes (a list an episode), with ``demos`` demonstrations."""
     reference = pack.make_reference_env(split="test", max_steps=pack.max_episode_steps)
-    episodes = collect_trajectories(
-        reference, expert_policy(pack), -(-count // steps), seed=1, progress=False, state_mode=mode
+    played = collect_trajectories(
+        reference, expert_policy(pack), episodes, seed=1, progress=False, state_mode=mode
     )
     schema = pack.state_json_schema if mode == "structured" else None
     requests = [
-        ExperienceRequest(
-            prompt=pack.prompt, state_schema=schema, task=t.task, state=step.state, action=step.action
-        )
-        for t in episodes
-        for step in t.steps[:steps]
-    ][:count]
+        [
+            ExperienceRequest(
+                prompt=pack.prompt, state_schema=schema, task=t.task, state=step.state, action=step.action
+            )
+            for step in t.steps[:steps]
+        ]
+        for t in played
+    ]
     if not demos:
         return requests
     train = pack.make_reference_env(split="train", max_steps=pack.max_episode_steps)
@@ -114,24 +117,28 @@ def requests_for(
         ):
             buffer.add_trajectory(trajectory, source="offline")
         grounder = ReplayGrounder(buffer, k=demos, write_back=False)
-        return [r.model_copy(update={"demonstrations": grounder.demonstrations(r)}) for r in requests]
+        return [
+            [r.model_copy(update={"demonstrations": grounder.demonstrations(r)}) for r in episode]
+            for episode in requests
+        ]
     finally:
         buffer.close()
 
 
 def measure(
-    model: LocalExperienceModel, config: str, requests: list[ExperienceRequest], batch: int
+    model: LocalExperienceModel, config: str, episodes: list[list[ExperienceRequest]], single: int, batch: int
 ) -> tuple[Row, Row]:
-    """Half the requests one at a time, the other half in batches of ``batch``."""
-    single, batched = requests[0::2], requests[1::2]
+    """The first ``single`` episodes one request at a time, the next ``batch`` as one batch a step."""
     load, results, started = os.getloadavg()[0], [], time.perf_counter()
-    for request in single:
-        results.append(model.predict_one(request))
+    for episode in episodes[:single]:
+        for request in episode:
+            results.append(model.predict_one(request))
     single_row = Row.of(config, "single", results, time.perf_counter() - started, load)
     print(single_row.line(), flush=True)
     load, results, started = os.getloadavg()[0], [], time.perf_counter()
-    for i in range(0, len(batched), batch):
-        results.extend(model.predict_sync(batched[i : i + batch]))
+    vector = episodes[single : single + batch]
+    for step in range(max(len(episode) for episode in vector)):
+        results.extend(model.predict_sync([episode[step] for episode in vector if step < len(episode)]))
     batch_row = Row.of(config, f"N={batch}", results, time.perf_counter() - started, load)
     print(batch_row.line(), flush=True)
     return single_row, batch_row
@@ -139,8 +146,10 @@ def measure(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--transitions", type=int, default=4, help="per configuration and batching")
-    parser.add_argument("--batch", type=int, default=4, help="requests per batch (and model slots)")
+    parser.add_argument("--episodes", type=int, default=2, help="episodes played one request at a time")
+    parser.add_argument(
+        "--batch", type=int, default=4, help="episodes played as one batch a step (and slots)"
+    )
     parser.add_argument("--steps", type=int, default=2, help="first steps of each episode to predict")
     parser.add_argument(
         "--preset", default=None, help="model preset (default: DREAMGYM_LOCAL_MODEL_PRESET or qwen-0.5b)"
@@ -148,7 +157,7 @@ def main() -> None:
     args = parser.parse_args()
 
     webshop, structured = get_domain("webshop"), structured_domain()
-    count = 2 * args.transitions
+    count = args.episodes + args.batch
     configs: list[tuple[str, Domain, StateMode, int]] = [
         (f"{webshop.name} text, 4 demos", webshop, "text", 4),
         (f"{structured.name} structured, 4 demos", structured, "structured", 4),
@@ -170,9 +179,9 @@ def main() -> None:
         for config, pack, mode, demos in configs:
             requests = requests_for(pack, mode, demos, count, args.steps)
             if (pack.name, mode) not in primed:
-                model.prime(pack.prompt, requests[0].state_schema)
+                model.prime(pack.prompt, requests[0][0].state_schema)
                 primed.add((pack.name, mode))
-            rows.extend(measure(model, config, requests, args.batch))
+            rows.extend(measure(model, config, requests, args.episodes, args.batch))
     finally:
         model.close()
     print(f"run {time.perf_counter() - run_started:.0f} s, load average at the end {os.getloadavg()[0]:.1f}")

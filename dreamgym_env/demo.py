@@ -41,7 +41,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dreamgym_env.agents.expert import expert_policy
-from dreamgym_env.agents.rollouts import collect_trajectories
+from dreamgym_env.agents.rollouts import collect_trajectories, stop_reason
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
 from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.envs.synthetic import DreamEnv, StateMode
@@ -344,15 +344,6 @@ def _load(model: ExperienceModel, console: Console) -> float:
     return time.perf_counter() - started
 
 
-def _stop_reason(info: dict[str, Any], action: str, episode: list[DemoStep]) -> str | None:
-    """Why the episode cannot usefully go on from the synthetic page, or ``None``."""
-    if info.get("admissible_actions") == []:
-        return "the synthetic page offers no action (no clickable label)"
-    if episode and not info.get("action_valid", True) and action == episode[-1].action:
-        return "the scripted policy repeats an action that is invalid on this page"
-    return None
-
-
 def _act(domain: Domain, policy: Policy, observation: str, info: dict[str, Any]) -> tuple[str, bool]:
     """The policy's action; when it fails on a state it cannot read, the first admissible action."""
     try:
@@ -407,7 +398,7 @@ def _play(
             reference_done = False
             for step in range(1, max_steps + 1):
                 action, fallback = _act(env.domain, policy, observation, info)
-                stop = _stop_reason(info, action, episode)
+                stop = stop_reason(info, action, episode[-1].action if episode else None)
                 if stop is not None:
                     bar.console.print(Text(f"{stop}: episode stopped", style="dim"))
                     break

@@ -10,9 +10,9 @@ Failures of the outside world (a model endpoint, its output) are kept apart from
     ├── DataError                   a data file (offline JSONL, buffer, model file) is unusable
     └── ExperienceModelError        the experience model failed after its retries
         ├── ModelTransportError     the endpoint could not be reached or kept failing
-        │   ├── ModelTimeoutError   every attempt timed out
+        │   ├── ModelTimeoutError   every attempt timed out, or the request's deadline passed
         │   ├── ModelRateLimitError the endpoint kept answering 429
-        │   └── ModelServerError    the endpoint kept answering 5xx
+        │   └── ModelServerError    the endpoint kept answering 5xx, or 200 without a completion
         ├── ModelRequestError       the endpoint refused the request (4xx other than 429)
         └── ModelOutputError        the model kept answering text that is not a transition
 
@@ -84,7 +84,7 @@ class ModelTransportError(ExperienceModelError):
 
 
 class ModelTimeoutError(ModelTransportError):
-    """Every attempt timed out."""
+    """Every attempt timed out, or the request's total deadline (``deadline_s``) passed."""
 
 
 class ModelRateLimitError(ModelTransportError):
@@ -92,7 +92,7 @@ class ModelRateLimitError(ModelTransportError):
 
 
 class ModelServerError(ModelTransportError):
-    """The endpoint kept answering HTTP 5xx."""
+    """The endpoint kept answering HTTP 5xx, or HTTP 200 with a body that is not a chat completion."""
 
 
 class ModelRequestError(ExperienceModelError):
@@ -100,7 +100,10 @@ class ModelRequestError(ExperienceModelError):
 
 
 class ModelOutputError(ExperienceModelError):
-    """The model kept answering text that does not parse into a transition.
+    """The model kept answering text that is not a whole, valid transition.
+
+    A missing field, a reward outside [0, 1], a next state over its length limit: each is
+    re-asked, then raised as this error; none is defaulted or clamped.
 
     Attributes:
         output_excerpt: the start of the last bad output.

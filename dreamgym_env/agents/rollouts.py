@@ -8,8 +8,9 @@ policies and writes the offline JSONL format (:mod:`dreamgym_env.replay.jsonl`).
 from __future__ import annotations
 
 import json
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,8 @@ from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Step, Task, Trajectory
 
 PathLike = str | Path
+PIPED_PROGRESS_INTERVAL_S = 30.0
+"""Seconds between progress-bar updates when stderr is a file or a pipe, not a terminal."""
 
 
 StateMode = Literal["text", "structured"]
@@ -40,6 +43,43 @@ def _recorded_state(env: gym.Env, observation: str, state_mode: StateMode) -> st
             f"{type(env.unwrapped).__name__} has no abstract_state: record its episodes with state_mode='text'"
         )
     return str(abstract.model_dump_json())
+
+
+def progress_bar(total: int, desc: str, *, unit: str = "it", enabled: bool = True) -> tqdm:
+    """A tqdm bar on stderr that never writes a line per item.
+
+    On a terminal it is redrawn in place; into a file or a pipe (CI logs, ``2> log.txt``) it is
+    written at most every :data:`PIPED_PROGRESS_INTERVAL_S` seconds, and when it closes. Update
+    it with ``set_postfix(..., refresh=False)``: a refresh per item would write each one.
+    """
+    stream = sys.stderr
+    notebook = any(base.__module__ == "tqdm.notebook" for base in tqdm.__mro__)  # a widget, no text
+    piped = not notebook and not (hasattr(stream, "isatty") and stream.isatty())
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit,
+        disable=not enabled,
+        file=stream,
+        mininterval=PIPED_PROGRESS_INTERVAL_S if piped else 0.1,
+        maxinterval=PIPED_PROGRESS_INTERVAL_S if piped else 10.0,
+    )
+
+
+def stop_reason(info: Mapping[str, Any], action: str, last_action: str | None) -> str | None:
+    """Why a scripted episode on a synthetic env cannot usefully go on, or ``None``.
+
+    Checked before stepping ``action``: ``info`` is the last step's (or the reset's) info and
+    ``last_action`` that step's action (``None`` at the first step). A scripted policy reading a
+    model-written page gets stuck when the page offers no action at all, or when it repeats the
+    action the env just rejected (the page is unchanged: it would repeat it to the step limit).
+    Used by ``dreamgym episode`` and the demo.
+    """
+    if info.get("admissible_actions") == []:
+        return "the synthetic page offers no action (no clickable label)"
+    if last_action is not None and not info.get("action_valid", True) and action == last_action:
+        return "the scripted policy repeats an action that is invalid on this page"
+    return None
 
 
 def run_episode(
@@ -128,9 +168,7 @@ def iter_episodes(
     pool = list(tasks) if tasks is not None else list(getattr(env.unwrapped, "tasks", None) or [])
     order = np.random.default_rng(seed).permutation(len(pool)) if pool else np.zeros(0, dtype=int)
     wins = 0
-    with tqdm(
-        total=episodes, desc=f"collect {policy_name or 'policy'}", unit="ep", disable=not progress
-    ) as bar:
+    with progress_bar(episodes, f"collect {policy_name or 'policy'}", unit="ep", enabled=progress) as bar:
         for i in range(episodes):
             task = pool[int(order[i % len(pool)])] if pool else None
             trajectory = run_episode(
@@ -138,7 +176,7 @@ def iter_episodes(
             )
             wins += trajectory.won
             bar.update(1)
-            bar.set_postfix(success=f"{wins / (i + 1):.2f}")
+            bar.set_postfix(success=f"{wins / (i + 1):.2f}", refresh=False)
             yield trajectory
 
 
@@ -184,6 +222,14 @@ class CollectSummary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def format(self) -> str:
+        """One readable line: what was collected, how well, how fast, where it went."""
+        return (
+            f"collected {self.episodes:,} {self.policy} episodes of {self.domain} ({self.split} split): "
+            f"{self.transitions:,} transitions ({self.mean_steps:.1f} steps/episode), "
+            f"success {self.success_rate:.3f}, {self.seconds:.1f} s → {self.out}"
+        )
 
     def __str__(self) -> str:
         return json.dumps(self.to_dict())

@@ -1,4 +1,8 @@
-"""The ``dreamgym`` command."""
+"""The ``dreamgym`` command.
+
+Every command reports a :class:`~dreamgym_env.errors.DreamGymError` (an unknown domain or policy,
+a failing model, a damaged file) as one line on stderr and exit code 2 (:mod:`.errors`).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,9 @@ from rich.markup import escape
 
 import dreamgym_env  # noqa: F401  (registers the ids)
 from dreamgym_env.agents import make_policy
+from dreamgym_env.agents.rollouts import stop_reason
 from dreamgym_env.cli.buffer import buffer_app
+from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.sim2real import sim2real_command
 from dreamgym_env.cli.tasks import tasks_app
 from dreamgym_env.envs.registry import default_domain, get_domain, reference_id, synthetic_id
@@ -20,12 +26,12 @@ from dreamgym_env.envs.registry import default_domain, get_domain, reference_id,
 if TYPE_CHECKING:
     from dreamgym_env.envs.synthetic import StateMode
 
-app = typer.Typer(
+app = DreamGymTyper(
     help="DreamGym: synthetic agent experience from an LLM experience model.", no_args_is_help=True
 )
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(buffer_app, name="buffer")
-experiment_app = typer.Typer(help="Experiments that train agents and report results.", no_args_is_help=True)
+experiment_app = DreamGymTyper(help="Experiments that train agents and report results.", no_args_is_help=True)
 experiment_app.command("sim2real")(sim2real_command)
 app.add_typer(experiment_app, name="experiment")
 console = Console()
@@ -63,10 +69,11 @@ def demo(
     """Synthetic episodes beside the reference env, step by step, then a fidelity summary."""
     from dreamgym_env.demo import run_demo
 
+    pack = get_domain(domain) if domain else default_domain()  # a typo fails here, before any loading
     run_demo(
         model=model,
         episodes=episodes,
-        domain=domain or default_domain().name,
+        domain=pack.name,
         max_steps=max_steps,
         seed=seed,
         replay=replay,
@@ -87,17 +94,26 @@ def episode(
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the task draw and the policy.")] = 0,
 ) -> None:
-    """Run one episode and print each step: action, reasoning, next state, reward."""
+    """Run one episode and print each step: action, reasoning, next state, reward.
+
+    On the synthetic env, an episode that cannot usefully go on (the page offers no action, or
+    the scripted policy repeats an action the env just rejected) stops early, saying why.
+    """
     pack = get_domain(domain) if domain else default_domain()
+    act = make_policy(policy, pack, seed=seed)  # names are checked before the env (and model) load
     env_id = reference_id(pack) if reference else synthetic_id(pack)
     env = gym.make(env_id)
-    act = make_policy(policy, pack, seed=seed)
     obs, info = env.reset(seed=seed)
     console.rule(f"{env_id} · task {info['task_id']}")
     console.print(obs, markup=False, highlight=False)
-    done, total = False, 0.0
+    done, total, last_action = False, 0.0, None
     while not done:
         action = act(obs, info)
+        stop = None if reference else stop_reason(info, action, last_action)
+        if stop is not None:
+            console.rule(escape(f"stopped: {stop}"), style="yellow")
+            break
+        last_action = action
         obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         console.rule(escape(f"action: {action}"), style="cyan")
@@ -134,7 +150,7 @@ def collect(
         split=split,
         epsilon=epsilon,
     )
-    console.print(summary)
+    console.print(summary.format(), markup=False, highlight=False, soft_wrap=True)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.errors import DataError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.records import BufferStats
@@ -39,7 +40,7 @@ def buffer_stats(path: str | os.PathLike[str]) -> BufferStats:
         return buffer.stats()
 
 
-buffer_app = typer.Typer(help="Build and inspect experience replay buffers.", no_args_is_help=True)
+buffer_app = DreamGymTyper(help="Build and inspect experience replay buffers.", no_args_is_help=True)
 
 
 @buffer_app.command("build")

@@ -12,7 +12,7 @@ from typing import Annotated, cast
 import typer
 
 from dreamgym_env.envs.registry import default_domain
-from dreamgym_env.errors import DreamGymError
+from dreamgym_env.errors import ConfigurationError, DreamGymError
 
 
 def sim2real_command(
@@ -46,6 +46,13 @@ def sim2real_command(
         ),
     ] = None,
     eval_tasks: Annotated[int, typer.Option(help="Test-split tasks every agent is evaluated on.")] = 500,
+    max_actions: Annotated[
+        int | None,
+        typer.Option(
+            help="K, the candidate actions the policy chooses from (default: at least 32, enough for "
+            "the largest page seen in a sample of train tasks)."
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Training runs in parallel (one per core).")] = 2,
     seed: Annotated[int, typer.Option(help="Seed of every run.")] = 0,
     out_dir: Annotated[
@@ -56,7 +63,13 @@ def sim2real_command(
     from rich.console import Console
     from rich.table import Table
 
-    from dreamgym_env.rl.sim2real import RewardKind, Sim2RealConfig, parse_error_rates, run_sim2real
+    from dreamgym_env.rl.sim2real import (
+        RewardKind,
+        Sim2RealConfig,
+        parse_error_rates,
+        run_sim2real,
+        with_overrides,
+    )
 
     console = Console()
     try:
@@ -74,6 +87,10 @@ def sim2real_command(
             seed=seed,
             out_dir=out_dir,
         )
+        if max_actions is not None:
+            if max_actions < 1:
+                raise ConfigurationError(f"--max-actions must be >= 1, got {max_actions}")
+            config = with_overrides(config, max_actions=max_actions)
         report = run_sim2real(config, log=lambda line: console.print(line, markup=False, highlight=False))
     except DreamGymError as exc:
         console.print(f"[red]error:[/red] {exc}")

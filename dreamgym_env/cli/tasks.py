@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.curriculum.chat import ChatModel, EndpointChat
 from dreamgym_env.curriculum.curriculum import DEFAULT_NUM_SEEDS, Curriculum
 from dreamgym_env.curriculum.generator import (
@@ -25,7 +26,7 @@ from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.config import UNSET, EndpointConfig
 from dreamgym_env.types import Task
 
-tasks_app = typer.Typer(
+tasks_app = DreamGymTyper(
     help="Curriculum tasks: generate variations with the LLM, show statistics.", no_args_is_help=True
 )
 console = Console()

@@ -12,6 +12,7 @@ from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.prompt import utf8_safe
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Transition
 
@@ -36,6 +37,16 @@ class PendingStep:
     request: ExperienceRequest
 
 
+@dataclass
+class ReadyStep:
+    """A step whose outcome is known but that is not recorded yet (see :meth:`DreamEnv.commit_step`)."""
+
+    step: Step
+    info: dict[str, Any]
+    observation: str
+    keep_state: bool
+
+
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 
@@ -53,11 +64,16 @@ class DreamEnv(gym.Env[str, str]):
     ``UnicodeText``: the current state as text in the domain's state format. In structured mode
     (``state_mode="structured"``) the model works on the domain's abstract state (JSON of
     ``Domain.state_schema``) and the observation is that state rendered (``Domain.render_state``);
-    ``env.state`` is then the JSON the model sees, ``env.observation`` the text.
+    ``env.state`` is then the JSON the model sees, ``env.observation`` the text. A predicted
+    state longer than ``max_text_length`` raises
+    :class:`~dreamgym_env.errors.ModelOutputError` and records nothing (endpoint and local
+    backends already re-ask answers over the answer schema's ``maxLength``).
 
     ## Action Space
     ``UnicodeText``: any string. Valid strings follow the domain's grammar
-    (``Domain.parse_action``). Any other string is an invalid action; it never raises.
+    (``Domain.parse_action``). Any other string is an invalid action; it never raises. Lone
+    surrogates (which UTF-8 cannot encode) are replaced with U+FFFD before anything else sees
+    the action: the model, the recorded step and ``info`` all get the replaced text.
 
     ## Rewards
     Outcome reward, as in the DreamGym paper: 1 at the step where the model judges the task
@@ -91,6 +107,7 @@ class DreamEnv(gym.Env[str, str]):
     | ``split`` | ``"train"`` | where random tasks come from |
     | ``tasks`` | ``None`` | an explicit task list instead of the domain's split |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
+    | ``max_text_length`` | ``16384`` | the longest observation and action (a longer predicted state is an error) |
     | ``state_mode`` | ``"text"`` | ``"structured"``: the model answers the domain's abstract state |
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
 
@@ -234,12 +251,22 @@ class DreamEnv(gym.Env[str, str]):
         return self.finish_step(pending, transition)
 
     def prepare_step(self, action: Any) -> PendingStep | StepResult:
-        """Parse ``action``; an invalid one is answered at once, a valid one becomes a request."""
+        """Parse ``action``; an invalid one is answered (and recorded) at once, a valid one becomes a request."""
+        planned = self.plan_step(action)
+        return self.commit_step(planned) if isinstance(planned, ReadyStep) else planned
+
+    def plan_step(self, action: Any) -> PendingStep | ReadyStep:
+        """Like :meth:`prepare_step`, but record nothing.
+
+        An invalid action's step waits for :meth:`commit_step` (the vector env commits only once
+        the whole batch has succeeded).
+        """
         if self.task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
-        text = action if isinstance(action, str) else repr(action)
+        # Lone surrogates become U+FFFD: the request, the recorded step and the buffer stay UTF-8.
+        text = utf8_safe(action if isinstance(action, str) else repr(action))
         parsed: ParsedAction | ActionError = (
-            self.domain.parse_action(action)
+            self.domain.parse_action(text)
             if isinstance(action, str)
             else ActionError("an action must be a string")
         )
@@ -252,7 +279,7 @@ class DreamEnv(gym.Env[str, str]):
             step = Step(state=self.state, action=text, next_state=after, action_valid=False)
             info = {"error": parsed.message, "reasoning": "", "usage": None}
             # The page itself is unchanged: the next action is judged against the real state.
-            return self._record(step, info, observation=feedback, keep_state=True)
+            return ReadyStep(step, info, observation=feedback, keep_state=True)
         request = ExperienceRequest(
             prompt=self.domain.prompt,
             state_schema=self.domain.state_json_schema if self.state_mode == "structured" else None,
@@ -267,7 +294,11 @@ class DreamEnv(gym.Env[str, str]):
         return PendingStep(action=parsed, request=request)
 
     def finish_step(self, pending: PendingStep, transition: Transition) -> StepResult:
-        """Turn the model's transition for ``pending`` into Gymnasium's step tuple."""
+        """Turn the model's transition for ``pending`` into Gymnasium's step tuple (and record it)."""
+        return self.commit_step(self.resolve_step(pending, transition))
+
+    def resolve_step(self, pending: PendingStep, transition: Transition) -> ReadyStep:
+        """Check the model's transition for ``pending`` and build its step, recording nothing."""
         observation = next_state = transition.next_state
         reward_source: RewardSource = "model"
         model_reward = transition.reward
@@ -286,6 +317,16 @@ class DreamEnv(gym.Env[str, str]):
                 rubric = self.domain.rubric_reward(self.task, abstract, pending.action)
                 if rubric is not None:
                     model_reward, reward_source = rubric, "rubric"
+        if not self.observation_space.contains(observation):
+            # Never an observation outside the space; nothing is recorded, so a retry is clean.
+            assert self.task is not None
+            raise ModelOutputError(
+                f"task {self.task.id!r}: the next state ({len(observation)} characters) is outside the "
+                f"observation space {self.observation_space!r}",
+                output=observation,
+                backend=transition.usage.model,
+                attempts=transition.usage.attempts,
+            )
         terminal_action = self.domain.is_terminal_action(pending.action)
         model_ends = transition.terminated and not self.domain.ends_only_on_terminal_actions
         terminated = terminal_action or model_ends
@@ -305,7 +346,13 @@ class DreamEnv(gym.Env[str, str]):
             "reward_source": reward_source,
             "demonstrations": len(pending.request.demonstrations),
         }
-        return self._record(step, info, observation=observation, keep_state=False)
+        return ReadyStep(step, info, observation=observation, keep_state=False)
+
+    def commit_step(self, ready: ReadyStep) -> StepResult:
+        """Record a planned or resolved step (history, state, listeners) and return its step tuple."""
+        return self._record(
+            ready.step, ready.info, observation=ready.observation, keep_state=ready.keep_state
+        )
 
     def _record(self, step: Step, info: dict[str, Any], *, observation: str, keep_state: bool) -> StepResult:
         assert self.task is not None

@@ -16,12 +16,13 @@ from dreamgym_env.envs.synthetic import (
     DEFAULT_HISTORY_LEN,
     DreamEnv,
     PendingStep,
+    ReadyStep,
     RewardSource,
     StateMode,
-    StepResult,
 )
-from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.prompt import clip
 from dreamgym_env.types import Task
 
 
@@ -31,6 +32,8 @@ class DreamVectorEnv(VectorEnv):
     One ``step`` gathers the valid actions of all sub-envs into a single ``predict`` batch, which
     the backend sends concurrently on one event loop (no processes): with N sub-envs and a model
     latency L, a step takes about L, not N x L. Invalid actions are answered without a call.
+    A step is all-or-nothing: when the model fails on any sub-env's request, the step raises
+    (naming the failed sub-envs) and no sub-env records anything, so it can be retried as is.
 
     Observation and action spaces are tuples of :class:`~dreamgym_env.spaces.UnicodeText`.
     Autoreset is Gymnasium's next-step mode: the step after a sub-env ends resets it and ignores
@@ -141,32 +144,65 @@ class DreamVectorEnv(VectorEnv):
     def step(
         self, actions: Sequence[str]
     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Step every sub-env: all of them or none.
+
+        The valid actions go to the model as one ``predict`` batch; invalid actions are answered
+        without a call; sub-envs that ended at the previous step are reset. Nothing is recorded
+        in any sub-env (no step, no listener call, no reset, no step count) until the whole batch
+        has succeeded. When the model fails for good on any request, the step raises that error
+        (its message starts with the failed sub-envs, also in its ``sub_envs`` attribute) and
+        every sub-env is as it was, so the same ``step(actions)`` can simply be retried. The good
+        transitions of the other requests of a failed step are discarded with it.
+        """
         if len(actions) != self.num_envs:
             raise ConfigurationError(f"got {len(actions)} actions for {self.num_envs} sub-envs")
+        ready: dict[int, ReadyStep] = {}
+        pending: dict[int, PendingStep] = {}
+        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
+            if self._autoreset[i]:
+                continue  # reset when the step commits: a failed step must leave it to the retry
+            try:
+                planned = env.plan_step(action)
+            except DreamGymError as exc:
+                _name_sub_envs(exc, [i])
+                raise
+            if isinstance(planned, PendingStep):
+                pending[i] = planned
+            else:
+                ready[i] = planned
+        if pending:
+            # One batch, one hop to the model's event loop: the backend runs the calls concurrently.
+            requests = [p.request for p in pending.values()]
+            try:
+                transitions = self.experience_model.predict_sync(requests)
+            except DreamGymError as exc:
+                named = _named_sub_envs(exc, pending)
+                _name_sub_envs(exc, named or list(pending), exact=bool(named))
+                raise
+            for (i, prepared), transition in zip(pending.items(), transitions, strict=True):
+                try:
+                    ready[i] = self.envs[i].resolve_step(prepared, transition)
+                except DreamGymError as exc:
+                    _name_sub_envs(exc, [i])
+                    raise
+        return self._commit(ready)
+
+    def _commit(
+        self, ready: dict[int, ReadyStep]
+    ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Record the steps of a successful vector step and reset the sub-envs due for autoreset."""
         observations: list[str] = [""] * self.num_envs
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
         infos: list[dict[str, Any]] = []
-        results: dict[int, StepResult] = {}
-        pending: dict[int, PendingStep] = {}
-        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            if self._autoreset[i]:
-                obs, info = env.reset(options=self.autoreset_options(i) if self.autoreset_options else None)
-                results[i] = (obs, 0.0, False, False, info)
-                continue
-            prepared = env.prepare_step(action)
-            if isinstance(prepared, PendingStep):
-                pending[i] = prepared
+        for i, env in enumerate(self.envs):
+            if i in ready:
+                result = env.commit_step(ready[i])
             else:
-                results[i] = prepared
-        if pending:
-            # One batch, one hop to the model's event loop: the backend runs the calls concurrently.
-            transitions = self.experience_model.predict_sync([p.request for p in pending.values()])
-            for (i, prepared), transition in zip(pending.items(), transitions, strict=True):
-                results[i] = self.envs[i].finish_step(prepared, transition)
-        for i in range(self.num_envs):
-            observations[i], rewards[i], terminations[i], truncations[i], info = results[i]
+                obs, info = env.reset(options=self.autoreset_options(i) if self.autoreset_options else None)
+                result = (obs, 0.0, False, False, info)
+            observations[i], rewards[i], terminations[i], truncations[i], info = result
             infos.append(info)
         self._autoreset = terminations | truncations
         return tuple(observations), rewards, terminations, truncations, batch_infos(infos)
@@ -214,6 +250,34 @@ def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
             batched[key] = array
         batched["_" + key] = mask
     return batched
+
+
+def _named_sub_envs(exc: BaseException, pending: dict[int, PendingStep]) -> list[int]:
+    """The sub-envs whose request ``exc`` names; empty where it names none.
+
+    Backends start their messages with the request's task and action.
+    """
+    message = str(exc)
+    return [
+        i
+        for i, p in pending.items()
+        if f"task {p.request.task.id!r}, action {clip(p.request.action, 80)!r}" in message
+    ]
+
+
+def _name_sub_envs(exc: DreamGymError, indices: Sequence[int], *, exact: bool = True) -> None:
+    """Put the failed sub-envs' indices in front of ``exc``'s message and in ``exc.sub_envs``.
+
+    The error keeps its type (callers catch ``ModelTimeoutError`` and the like), its traceback
+    and its cause. ``exact`` False: the error did not say which request failed, ``indices`` are
+    all the sub-envs of the failed batch.
+    """
+    shown = ", ".join(map(str, indices))
+    plural = "s" if len(indices) > 1 else ""
+    where = f"in sub-env{plural} {shown}" if exact else f"in the model batch of sub-env{plural} {shown}"
+    if exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"vector step failed {where}, nothing recorded: {exc.args[0]}", *exc.args[1:])
+    exc.sub_envs = list(indices)  # type: ignore[attr-defined]
 
 
 def make_vector_env(num_envs: int = 1, **kwargs: Any) -> DreamVectorEnv:

@@ -33,6 +33,7 @@ from typing import Any, Final, TypeVar
 
 from dreamgym_env.errors import DataError
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.prompt import utf8_safe
 from dreamgym_env.experience.provision import cache_dir
 from dreamgym_env.types import ExperienceRequest, Transition, Usage
 
@@ -73,10 +74,12 @@ def request_key(
     prompt_version: str,
     sampling: Mapping[str, Any] | None = None,
 ) -> str:
-    """The cache key: a sha256 of everything that shapes the answer.
+    r"""The cache key: a sha256 of everything that shapes the answer.
 
     That is the canonical JSON of the request (its domain prompt included), the model id, the
-    prompt version and the sampling settings.
+    prompt version and the sampling settings. Text with surrogates (an agent's action such as
+    ``"search[shoes \ud800]"``) is keyed as the model sees it: a lone surrogate as U+FFFD (see
+    :func:`~dreamgym_env.experience.prompt.utf8_safe`).
     """
     payload = {
         "request": request.model_dump(mode="json"),
@@ -85,7 +88,7 @@ def request_key(
         "sampling": dict(sampling or {}),
     }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(utf8_safe(canonical).encode("utf-8")).hexdigest()
 
 
 class TransitionCache:

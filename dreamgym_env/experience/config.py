@@ -1,24 +1,46 @@
 """Settings of endpoint backends: where the model is, how long to wait, how to retry.
 
-Each setting is resolved in this order: a constructor argument, then ``DREAMGYM_BASE_URL`` /
-``DREAMGYM_API_KEY`` / ``DREAMGYM_MODEL``, then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` /
-``OPENAI_MODEL``, then the named defaults below. An argument left out (:data:`UNSET`) is distinct
-from an explicit ``None``: ``api_key=None`` means "send no key" (a local server needs none) and
-never falls back to a key from the environment; ``timeout_s=None`` means "no timeout".
+Each setting is resolved in this order: a constructor argument (also through
+``default_experience_model(...)``), then ``DREAMGYM_BASE_URL`` / ``DREAMGYM_API_KEY`` /
+``DREAMGYM_MODEL``, then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``OPENAI_MODEL``, then the
+named defaults below. An argument left out (:data:`UNSET`) is distinct from an explicit ``None``:
+``api_key=None`` means "send no key" (a local server needs none) and never falls back to a key
+from the environment; ``timeout_s=None`` means "no timeout".
 
-The API key is a :class:`pydantic.SecretStr`: it never shows in ``repr``, ``str``, logs or errors.
+How long a call may take:
+
+| setting | variable | default | meaning |
+|---|---|---|---|
+| ``timeout_s`` | ``DREAMGYM_TIMEOUT`` | 60 s | one HTTP attempt |
+| ``deadline_s`` | ``DREAMGYM_DEADLINE`` | 120 s | one request in total: retries, backoff and re-asks |
+
+The variables take seconds, or ``none``/``off`` for no limit. When the deadline passes,
+:class:`~dreamgym_env.errors.ModelTimeoutError` is raised even if retries remain.
+
+The API key is a :class:`pydantic.SecretStr`: it never shows in ``repr``, ``str``, logs or errors;
+nor does a password in the base URL (``http://user:pass@host/v1``), which shows as ``***``.
 """
 
 from __future__ import annotations
 
+import base64
 import enum
+import math
 import os
 import random
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from dreamgym_env.errors import ConfigurationError
 
@@ -27,6 +49,7 @@ DEFAULT_MODEL: Final = "gpt-4o-mini"
 NO_KEY: Final = "not-needed"
 """Sent as the key when none is configured: local servers (llama.cpp, vLLM, Ollama) ignore it."""
 DEFAULT_TIMEOUT_S: Final = 60.0
+DEFAULT_DEADLINE_S: Final = 120.0
 DEFAULT_MAX_CONCURRENCY: Final = 64
 DEFAULT_TEMPERATURE: Final = 0.0
 DEFAULT_MAX_TOKENS: Final = 2048
@@ -38,6 +61,9 @@ DEFAULT_MAX_OUTPUT_REASKS: Final = 2
 
 ENV_PREFIXES: Final = ("DREAMGYM_", "OPENAI_")
 """Environment variable prefixes, in the order they are read."""
+SECONDS_VARIABLES: Final = {"timeout_s": "DREAMGYM_TIMEOUT", "deadline_s": "DREAMGYM_DEADLINE"}
+"""Settings in seconds that a ``DREAMGYM_*`` variable sets when no argument does."""
+_NO_LIMIT: Final = frozenset({"none", "off", "no", "inf"})
 
 
 class _Unset(enum.Enum):
@@ -84,6 +110,7 @@ class EndpointConfig(BaseModel):
     api_key: SecretStr = SecretStr(NO_KEY)
     model: str = DEFAULT_MODEL
     timeout_s: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
+    deadline_s: float | None = Field(default=DEFAULT_DEADLINE_S, gt=0)
     max_concurrency: int = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1)
     temperature: float = Field(default=DEFAULT_TEMPERATURE, ge=0)
     max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
@@ -114,10 +141,37 @@ class EndpointConfig(BaseModel):
             return RetryPolicy(max_attempts=value)
         return value
 
+    @field_serializer("base_url", when_used="json")
+    def _url_without_password(self, value: str) -> str:
+        return masked_url(value)
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, masked_url(value) if name == "base_url" else value
+
     @property
     def has_key(self) -> bool:
         """Whether a real key (not the placeholder) is configured."""
         return self.api_key.get_secret_value() != NO_KEY
+
+    @property
+    def display_url(self) -> str:
+        """The base URL as shown to people: a password in it as ``***``."""
+        return masked_url(self.base_url)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never show in an error or a log: the key, and a password in the base URL.
+
+        The password in each form a server may echo it: as written, decoded, and inside the
+        ``Basic`` credential that the HTTP client builds from the URL.
+        """
+        parts = urlsplit(self.base_url)
+        found = [self.api_key.get_secret_value() if self.has_key else ""]
+        if parts.password:
+            user, password = unquote(parts.username or ""), unquote(parts.password)
+            found += [parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()]
+        return tuple(dict.fromkeys(secret for secret in found if secret))
 
     def describe(self) -> str:
         """``model@base_url``: how errors and logs name this endpoint (never with the key)."""
@@ -138,8 +192,10 @@ class EndpointConfig(BaseModel):
         """Resolve settings from arguments, then the environment, then the defaults.
 
         ``environ`` replaces ``os.environ`` (for tests). ``settings`` are the other fields
-        (``timeout_s``, ``max_concurrency``, ``retry`` ...); an explicit ``None`` for ``base_url``
-        or ``model`` means "use the default", for ``api_key`` "send no key".
+        (``timeout_s``, ``deadline_s``, ``max_concurrency``, ``retry`` ...); an explicit ``None``
+        for ``base_url`` or ``model`` means "use the default", for ``api_key`` "send no key".
+        ``timeout_s`` and ``deadline_s`` not passed come from ``DREAMGYM_TIMEOUT`` and
+        ``DREAMGYM_DEADLINE`` (seconds, or ``none``).
         """
         env = os.environ if environ is None else environ
         resolved_url = _pick(base_url, env, "BASE_URL", DEFAULT_BASE_URL)
@@ -148,7 +204,10 @@ class EndpointConfig(BaseModel):
             "api_key": _pick(api_key, env, "API_KEY", None, prefixes=_key_prefixes(resolved_url, env)),
             "model": _pick(model, env, "MODEL", DEFAULT_MODEL),
         }
-        values.update(settings)
+        for name, variable in SECONDS_VARIABLES.items():
+            if settings.get(name, UNSET) is UNSET and env.get(variable, "").strip():
+                values[name] = _seconds(variable, env[variable])
+        values.update({name: value for name, value in settings.items() if value is not UNSET})
         return cls._build(values)
 
     def replace(self, **changes: Any) -> EndpointConfig:
@@ -188,6 +247,30 @@ def _pick(
         if value:
             return value
     return default
+
+
+def _seconds(variable: str, raw: str) -> float | None:
+    """The value of a seconds variable: a positive number, or ``None`` for ``none``/``off``."""
+    text = raw.strip().lower()
+    if text in _NO_LIMIT:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise ConfigurationError(f"{variable} must be a number of seconds > 0 or 'none', got {raw!r}")
+    return value
+
+
+def masked_url(url: str) -> str:
+    """``url`` with a password in it replaced by ``***`` (``http://user:***@host/v1``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
 
 
 def normalise_base_url(url: str) -> str:

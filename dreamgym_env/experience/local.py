@@ -387,6 +387,17 @@ class LocalExperienceModel(ExperienceModel):
                 )
             usage = result.get("usage") or {}
             cached += cached_tokens(result)
+            timings = result.get("timings") or {}
+            if timings:
+                logger.debug(
+                    "%s: %d prompt tokens evaluated (%d cached) in %.1f s, %d generated in %.1f s",
+                    context,
+                    timings.get("prompt_n", 0),
+                    timings.get("cache_n", 0),
+                    timings.get("prompt_ms", 0) / 1000,
+                    timings.get("predicted_n", 0),
+                    timings.get("predicted_ms", 0) / 1000,
+                )
             choice = (result.get("choices") or [None])[0]
             answer = judge.judge(
                 str((choice.get("message") or {}).get("content") or "") if choice is not None else None,

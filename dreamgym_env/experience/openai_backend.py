@@ -3,8 +3,9 @@
 Requests of a batch run concurrently (at most ``max_concurrency`` calls in flight), each asking
 for the transition JSON through :class:`~dreamgym_env.experience.transport.EndpointTransport`
 (structured output, retries, typed errors). Answers that do not parse (or were cut at
-``max_tokens``) are re-asked with a correction. When both budgets are spent the typed error from
-:mod:`dreamgym_env.errors` is raised: a transition is never invented.
+``max_tokens``) are re-asked with a correction. When both budgets are spent, or when the
+request's total ``deadline_s`` has passed (its attempts, backoff and re-asks together), the typed
+error from :mod:`dreamgym_env.errors` is raised: a transition is never invented.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.config import EndpointConfig
 from dreamgym_env.experience.prompt import clip, messages, transition_schema
-from dreamgym_env.experience.transport import EndpointTransport, FormatMode
+from dreamgym_env.experience.transport import Deadline, EndpointTransport, FormatMode
 from dreamgym_env.types import ExperienceRequest, Transition
 
 
@@ -51,7 +52,7 @@ class OpenAIExperienceModel(ExperienceModel):
         return self.transport.format_mode
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.config.base_url!r}, model={self.config.model!r})"
+        return f"{type(self).__name__}(base_url={self.config.display_url!r}, model={self.config.model!r})"
 
     async def aclose(self) -> None:
         """Close the HTTP clients of the running loop."""
@@ -81,11 +82,18 @@ class OpenAIExperienceModel(ExperienceModel):
             request.state_schema,
         )
         schema = transition_schema(request.state_schema)
-        strict = request.state_schema is None  # strict mode needs every field required; a state has optional ones
+        # Strict mode needs every field required; a state has optional ones.
+        strict = request.state_schema is None
         conversation, calls = base, 0
+        deadline = Deadline(self.config.deadline_s)  # one for the request, re-asks included
         while True:
             reply = await self.transport.complete(
-                conversation, schema=schema, schema_name="transition", strict=strict, context=context
+                conversation,
+                schema=schema,
+                schema_name="transition",
+                strict=strict,
+                context=context,
+                deadline=deadline,
             )
             calls += reply.calls
             answer = judge.judge(

@@ -1,8 +1,20 @@
-"""Tolerant parsing of a model's answer into a transition.
+r"""Strict parsing of a model's answer into a transition, tolerant only of its wrapping.
 
-Accepts the JSON object alone, JSON inside a markdown fence or after prose, and reasoning models'
-``<think>...</think>`` blocks (the think text becomes the reasoning when the JSON has none).
-Anything else raises :class:`OutputParseError`, which backends turn into a re-ask.
+The wrapping may vary: the JSON object alone, inside a markdown fence or among prose, after a
+reasoning model's ``<think>...</think>`` block (the think text becomes the reasoning when the
+JSON has none). The answer itself may not: it must carry every field of the answer schema.
+
+- ``next_state``: a non-empty string of at most :data:`MAX_STATE_CHARS` characters (the answer
+  schema's ``maxLength``); in structured mode a JSON object valid under the state schema.
+- ``reward``: a finite number in [0, 1] (``0``, ``1``, ``0.5``, or such a number as a string);
+  never a boolean. Out of range is an error, not clamped.
+- ``done``: a boolean (``true``/``false``, also as a string, or ``0``/``1``).
+
+``state`` and ``terminated`` are accepted for ``next_state`` and ``done``. Anything else raises
+:class:`OutputParseError` naming the problem, which backends turn into a re-ask and, when the
+re-asks are spent, into :class:`~dreamgym_env.errors.ModelOutputError`: a missing field is never
+defaulted and a bad value never clamped. Text is made UTF-8 encodable
+(:func:`~dreamgym_env.experience.prompt.utf8_safe`): a ``"\ud800"`` escape comes back as U+FFFD.
 """
 
 from __future__ import annotations
@@ -11,49 +23,84 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
+from dreamgym_env.experience.prompt import TRANSITION_SCHEMA, utf8_safe
 from dreamgym_env.types import Transition, Usage
 
 _THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL | re.IGNORECASE)
+MAX_STATE_CHARS: Final[int] = TRANSITION_SCHEMA["properties"]["next_state"]["maxLength"]
+"""The longest text-mode ``next_state`` accepted: the answer schema's ``maxLength``."""
+_STATE_KEYS: Final = ("next_state", "state")
+_DONE_KEYS: Final = ("done", "terminated")
+_TRUE: Final = frozenset({"true", "yes", "1"})
+_FALSE: Final = frozenset({"false", "no", "0"})
 
 
 class OutputParseError(ValueError):
-    """The model's text is not a transition; the message says why."""
+    """The model's text is not a transition; the message says why (it is shown in the re-ask)."""
 
 
-def _first_json_object(text: str) -> dict[str, Any]:
-    decoder = json.JSONDecoder()
-    for start in (m.start() for m in re.finditer(r"\{", text)):
+def _json_objects(text: str) -> list[dict[str, Any]]:
+    """Every top-level JSON object in ``text``, in order."""
+    decoder, found, end = json.JSONDecoder(), [], 0
+    for match in re.finditer(r"\{", text):
+        if match.start() < end:  # inside an object already found
+            continue
         try:
-            value, _ = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, match.start())
         except json.JSONDecodeError:
             continue
         if isinstance(value, dict):
-            return value
-    raise OutputParseError("no JSON object found (truncated or not JSON)")
+            found.append(value)
+    return found
+
+
+def _answer_object(text: str) -> dict[str, Any]:
+    """The answer among the JSON objects of ``text``: the first with a state field, else the first."""
+    objects = _json_objects(text)
+    if not objects:
+        raise OutputParseError("no JSON object found (truncated or not JSON)")
+    return next((o for o in objects if any(k in o for k in _STATE_KEYS)), objects[0])
+
+
+def _field(data: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in data:
+            return data[key]
+    raise OutputParseError(f"the answer has no '{keys[0]}' field (next_state, reward and done are required)")
 
 
 def _as_bool(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float)):
-        return value != 0
-    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "1"}:
-        return True
-    if isinstance(value, str) and value.strip().lower() in {"false", "no", "0", ""}:
-        return False
-    raise OutputParseError(f"'done' is not a boolean: {value!r}")
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise OutputParseError(f"'done' must be true or false, got {value!r}")
 
 
 def _as_reward(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise OutputParseError(f"'reward' must be a number from 0 to 1, got {value!r}")
     try:
         reward = float(value)
-    except (TypeError, ValueError):
-        raise OutputParseError(f"'reward' is not a number: {value!r}") from None
-    if math.isnan(reward):
-        raise OutputParseError("'reward' is NaN")
-    return min(1.0, max(0.0, reward))
+    except ValueError:
+        raise OutputParseError(f"'reward' must be a number from 0 to 1, got {value!r}") from None
+    if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
+        raise OutputParseError(f"'reward' must be a number from 0 to 1, got {value!r}")
+    return reward
+
+
+def _text_state(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise OutputParseError("'next_state' is missing or empty")
+    if len(value) > MAX_STATE_CHARS:
+        raise OutputParseError(
+            f"'next_state' has {len(value)} characters, more than the limit of {MAX_STATE_CHARS}"
+        )
+    return utf8_safe(value)
 
 
 def structured_state(value: Any, state_schema: Mapping[str, Any]) -> str:
@@ -70,32 +117,32 @@ def structured_state(value: Any, state_schema: Mapping[str, Any]) -> str:
     error = next(iter(Draft202012Validator(dict(state_schema)).iter_errors(value)), None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the state"
-        raise OutputParseError(f"'next_state' does not fit the state schema at {where}: {error.message[:200]}")
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        raise OutputParseError(
+            f"'next_state' does not fit the state schema at {where}: {error.message[:200]}"
+        )
+    return utf8_safe(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def parse_transition(
     text: str, usage: Usage | None = None, state_schema: Mapping[str, Any] | None = None
 ) -> Transition:
-    """Parse a model's answer; rewards are clipped to [0, 1].
+    """Parse a model's answer (see the module docstring for what is accepted).
 
     With ``state_schema`` (structured mode) the next state must be a JSON object valid under it,
-    and is kept as its compact JSON; otherwise it must be a non-empty string.
+    and is kept as its compact JSON; otherwise it must be a non-empty string within
+    :data:`MAX_STATE_CHARS`. Raises :class:`OutputParseError` naming the first problem.
     """
     thoughts = " ".join(m.strip() for m in _THINK.findall(text)).strip()
-    body = _THINK.sub("", text)
-    data = _first_json_object(body)
-    next_state = data.get("next_state", data.get("state"))
-    if state_schema is not None:
-        next_state = structured_state(next_state, state_schema)
-    elif not isinstance(next_state, str) or not next_state.strip():
-        raise OutputParseError("'next_state' is missing or empty")
-    done = data.get("done", data.get("terminated", False))
+    data = _answer_object(_THINK.sub("", text))
+    raw_state = _field(data, _STATE_KEYS)
+    next_state = _text_state(raw_state) if state_schema is None else structured_state(raw_state, state_schema)
+    reward = _as_reward(_field(data, ("reward",)))
+    terminated = _as_bool(_field(data, _DONE_KEYS))
     reasoning = data.get("reasoning") or thoughts
     return Transition(
-        reasoning=str(reasoning),
+        reasoning=utf8_safe(str(reasoning)),
         next_state=next_state,
-        reward=_as_reward(data.get("reward", 0.0)),
-        terminated=_as_bool(done),
+        reward=reward,
+        terminated=terminated,
         usage=usage or Usage(),
     )

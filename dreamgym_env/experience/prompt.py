@@ -10,6 +10,7 @@ the block nor rewrite the instructions.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from dreamgym_env.types import DomainPrompt, ExperienceRequest
@@ -140,6 +141,23 @@ def state_fields(state_schema: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Any surrogate code point: no UTF-8 encoder accepts one in a Python string."""
+
+
+def utf8_safe(text: str) -> str:
+    r"""``text`` made encodable as UTF-8: surrogate code points become what they stand for.
+
+    A Python string may hold surrogates that no UTF-8 encoder accepts (``"shoes \ud800"``, from
+    ``surrogateescape`` decoding or a JSON ``"\ud800"`` escape). A well-formed pair becomes its
+    character; a lone surrogate becomes U+FFFD, the replacement character: that is what the
+    model sees and what the cache key holds. Text without surrogates is returned as is.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def clip(text: str, limit: int) -> str:
     """Cut ``text`` to ``limit`` characters, marking the cut."""
     return text if len(text) <= limit else text[: limit - 6] + " [...]"
@@ -218,8 +236,8 @@ def user_prompt(request: ExperienceRequest) -> str:
 
 
 def messages(domain_prompt: DomainPrompt, request: ExperienceRequest) -> list[dict[str, str]]:
-    """The chat messages for one request."""
+    """The chat messages for one request, always encodable (see :func:`utf8_safe`)."""
     return [
-        {"role": "system", "content": system_prompt(domain_prompt, request.state_schema)},
-        {"role": "user", "content": user_prompt(request)},
+        {"role": "system", "content": utf8_safe(system_prompt(domain_prompt, request.state_schema))},
+        {"role": "user", "content": utf8_safe(user_prompt(request))},
     ]

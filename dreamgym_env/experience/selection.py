@@ -5,7 +5,7 @@ The order (the first that applies wins):
 1. explicit arguments to :func:`default_experience_model`: ``backend="endpoint"`` or ``"local"``
    forces one; endpoint-only settings (``base_url``, ``model``, ``api_key`` ...) choose the
    endpoint backend, local-only ones (``model_path``, ``preset``, ``n_threads`` ...) the local
-   one; shared ones (``temperature``) choose neither;
+   one; shared ones (``temperature``, ``max_tokens``, ``timeout_s``) choose neither;
 2. the ``DREAMGYM_BACKEND`` variable (``endpoint`` or ``local``) forces one;
 3. an endpoint configured in the environment (``DREAMGYM_BASE_URL``, ``OPENAI_BASE_URL``,
    ``OPENAI_API_KEY``): any OpenAI-compatible server;
@@ -49,7 +49,9 @@ LOCAL_SETTINGS: Final = frozenset(
     {"model_path", "preset", "settings", "n_ctx", "n_threads", "seed", "runtime_factory"}
 )
 """Keyword arguments that only the local backend takes (passing one chooses it)."""
-ENDPOINT_SETTINGS: Final = frozenset({"config", "base_url", "api_key", "model", "max_concurrency", "retry"})
+ENDPOINT_SETTINGS: Final = frozenset(
+    {"config", "base_url", "api_key", "model", "max_concurrency", "retry", "deadline_s"}
+)
 """Keyword arguments that only the endpoint backend takes (passing one chooses it)."""
 
 _announced: set[str] = set()

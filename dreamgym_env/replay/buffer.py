@@ -39,6 +39,7 @@ from dreamgym_env.replay.records import (
     ReplayRecord,
 )
 from dreamgym_env.replay.store import (
+    DEFAULT_BUSY_TIMEOUT_S,
     DEFAULT_COMMIT_EVERY,
     DEFAULT_COMMIT_INTERVAL_S,
     NewTransition,
@@ -101,9 +102,18 @@ class ExperienceReplayBuffer:
     real ones only when no synthetic remain, offline ones last. Eviction runs in batches of
     ``evict_fraction * capacity``.
 
-    Writes are durable once committed: the buffer commits every ``commit_every`` writes or
-    ``commit_interval_s`` seconds, and on :meth:`commit` and :meth:`close`. Use one writing
-    process per file; other processes may read it (e.g. ``dreamgym buffer stats``).
+    When a write is durable (survives the writer being killed, SIGKILL included) and visible to
+    readers in other processes: when it is committed, which happens
+
+    - at the latest ``commit_interval_s`` seconds after the first uncommitted write, whether or
+      not more writes follow (a background timer commits; default 1 s),
+    - as soon as ``commit_every`` writes are pending (default 256),
+    - when :meth:`commit` or :meth:`close` returns (``add`` itself does not wait for the disk).
+
+    Use one writing process per file; other processes may read it (e.g. ``dreamgym buffer
+    stats``). A second writer waits up to ``busy_timeout_s`` for the first one's transaction and
+    then raises :class:`~dreamgym_env.errors.DataError`; so do a damaged or empty file, each
+    naming the file. Closing checkpoints the WAL, so no ``-wal``/``-shm`` files stay behind.
 
     Args:
         path: the SQLite file (created when missing); ``None`` keeps everything in memory.
@@ -114,6 +124,7 @@ class ExperienceReplayBuffer:
             ``None``: always exact.
         nprobe: inverted lists an approximate query scans.
         commit_every, commit_interval_s: the write batch (see above).
+        busy_timeout_s: how long a write waits for another process's write transaction.
         evict_fraction: share of the capacity evicted at once when full.
         read_only: open an existing file for reading only.
     """
@@ -130,6 +141,7 @@ class ExperienceReplayBuffer:
         commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
         evict_fraction: float = DEFAULT_EVICT_FRACTION,
         read_only: bool = False,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ) -> None:
         if capacity is not None and capacity < 1:
             raise ConfigurationError(f"capacity must be >= 1 or None, got {capacity}")
@@ -137,8 +149,13 @@ class ExperienceReplayBuffer:
             raise ConfigurationError(f"evict_fraction must be in [0, 1), got {evict_fraction}")
         self._lock = threading.RLock()
         self.store = ReplayStore(
-            path, read_only=read_only, commit_every=commit_every, commit_interval_s=commit_interval_s
+            path,
+            read_only=read_only,
+            commit_every=commit_every,
+            commit_interval_s=commit_interval_s,
+            busy_timeout_s=busy_timeout_s,
         )
+        self._commit_timer: threading.Timer | None = None
         self.path = self.store.path
         self.read_only = read_only
         self.capacity = capacity
@@ -162,9 +179,37 @@ class ExperienceReplayBuffer:
             self.store.commit()
 
     def close(self) -> None:
-        """Commit and close the file."""
+        """Commit, checkpoint and close the file (a second call does nothing)."""
         with self._lock:
+            if self._commit_timer is not None:
+                self._commit_timer.cancel()
+                self._commit_timer = None
             self.store.close()
+
+    def _schedule_commit(self) -> None:
+        """Arm the timer that commits pending writes when they are ``commit_interval_s`` old."""
+        due = self.store.commit_due_in()
+        if due is None or self._commit_timer is not None:
+            return
+        timer = threading.Timer(min(due, threading.TIMEOUT_MAX), self._commit_when_due)
+        timer.daemon = True
+        timer.name = "dreamgym-buffer-commit"
+        self._commit_timer = timer
+        timer.start()
+
+    def _commit_when_due(self) -> None:
+        with self._lock:
+            self._commit_timer = None
+            due = self.store.commit_due_in()
+            if due is None:
+                return  # committed meanwhile, or closed
+            if due > 0:  # a commit and newer writes came in between: wait for those
+                self._schedule_commit()
+                return
+            try:
+                self.store.commit()
+            except DataError as exc:  # e.g. the disk is full: the next commit tries again
+                logger.warning("replay buffer interval commit failed: %s", exc)
 
     def __enter__(self) -> ExperienceReplayBuffer:
         return self
@@ -338,6 +383,7 @@ class ExperienceReplayBuffer:
         with self._lock:
             index = self._ensure_index()
             keys = [[content_key(e.task.domain, e.source, step) for step in e.steps] for e in episodes]
+            self.store.begin()  # the write lock first: another writer cannot add these keys meanwhile
             known = self.store.find_keys(list(dict.fromkeys(key for row in keys for key in row)))
             new_rows: list[NewTransition] = []
             for episode, episode_keys in zip(episodes, keys, strict=True):
@@ -391,6 +437,7 @@ class ExperienceReplayBuffer:
             )
             self.store.wrote(max(1, sum(len(e.steps) for e in episodes)))
             self._evict_if_full()
+            self._schedule_commit()
         return ids
 
     def _evict_if_full(self) -> None:

@@ -11,6 +11,12 @@ EVICTION_ORDER: tuple[Source, ...] = ("synthetic", "real", "offline")
 """Which transitions go first when the buffer is full: synthetic, then real, offline last."""
 GROUNDING_SOURCES: tuple[Source, ...] = ("offline", "real")
 """The sources retrieved by default: real transitions, as in the paper."""
+SOURCE_LABELS: dict[Source, str] = {
+    "offline": "offline real transitions (loaded from JSONL)",
+    "real": "real transitions of a reference env",
+    "synthetic": "synthetic transitions of an experience model",
+}
+"""What each source means, as README.md and docs/data-format.md describe it (``buffer stats``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +98,9 @@ class BufferStats:
             f"capacity    {capacity}",
             f"transitions {self.transitions:,}",
         ]
-        lines += [f"  {source:<10}{self.by_source.get(source, 0):,}" for source in SOURCES]
+        lines += [
+            f"  {source:<10}{self.by_source.get(source, 0):<10,}{SOURCE_LABELS[source]}" for source in SOURCES
+        ]
         lines.append(f"episodes    {self.episodes:,}")
         lines.append(f"tasks       {self.tasks:,}")
         if self.by_domain:

@@ -3,8 +3,16 @@
 One file (or ``:memory:``), WAL journal, ``synchronous=NORMAL``: a committed transaction
 survives the writing process being killed (SIGKILL), and readers in other processes (``dreamgym
 buffer stats``) never block the writer. Writes are batched: the store keeps one transaction open
-and commits every ``commit_every`` writes or ``commit_interval_s`` seconds, and on
-:meth:`ReplayStore.commit` / :meth:`ReplayStore.close`.
+and commits when ``commit_every`` writes are pending, when the buffer's timer finds the oldest
+pending write ``commit_interval_s`` old (:meth:`ReplayStore.commit_due_in`), and on
+:meth:`ReplayStore.commit` / :meth:`ReplayStore.close`. (A power cut, unlike a killed process,
+may lose the last commits: ``synchronous=NORMAL`` does not sync the WAL at every commit.)
+
+A write transaction takes the file's write lock when it begins (``BEGIN IMMEDIATE``); a second
+writer waits up to ``busy_timeout_s`` for it, then gets a :class:`~dreamgym_env.errors.DataError`.
+Every SQLite error (locked, damaged file, ...) leaves the store as a ``DataError`` naming the file.
+Closing a file checkpoints the WAL, so that the ``-wal`` and ``-shm`` files go away with the last
+connection.
 
 Tables::
 
@@ -21,13 +29,15 @@ Tables::
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -38,6 +48,8 @@ from dreamgym_env.types import Step, Task
 SCHEMA_VERSION = "1"
 DEFAULT_COMMIT_EVERY = 256
 DEFAULT_COMMIT_INTERVAL_S = 1.0
+DEFAULT_BUSY_TIMEOUT_S = 10.0
+"""How long a writer waits for another process's write transaction on the same file."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,6 +115,43 @@ def _record(row: Sequence[Any]) -> ReplayRecord:
     )
 
 
+C = TypeVar("C", bound=type)
+
+
+def _sqlite_errors_as_data_errors(cls: C) -> C:
+    """Wrap every public method of ``cls`` (generators included): SQLite errors leave as DataError.
+
+    The error names the file (``self._data_error``); a method added later is covered too.
+    """
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        if inspect.isgeneratorfunction(method):
+
+            @functools.wraps(method)
+            def generator(self: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+                try:
+                    yield from method(self, *args, **kwargs)
+                except sqlite3.Error as exc:
+                    raise self._data_error(exc) from exc
+
+            return generator
+
+        @functools.wraps(method)
+        def function(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.Error as exc:
+                raise self._data_error(exc) from exc
+
+        return function
+
+    for name, value in list(vars(cls).items()):
+        if not name.startswith("_") and inspect.isfunction(value):
+            setattr(cls, name, wrap(value))
+    return cls
+
+
+@_sqlite_errors_as_data_errors
 class ReplayStore:
     """The SQLite side of :class:`~dreamgym_env.replay.buffer.ExperienceReplayBuffer`.
 
@@ -110,9 +159,12 @@ class ReplayStore:
         path: a database file (created when missing) or ``None`` for an in-memory database.
         read_only: open an existing file without writing (for statistics while a writer runs).
         commit_every: commit after this many writes.
-        commit_interval_s: commit when the oldest uncommitted write is this old.
+        commit_interval_s: commit when the oldest uncommitted write is this old (checked at the
+            next write, and by the buffer's timer through :meth:`commit_due_in`).
+        busy_timeout_s: how long to wait for another writer's transaction before a ``DataError``.
 
-    Not thread-safe by itself: the buffer serialises access with its lock.
+    Not thread-safe by itself: the buffer serialises access with its lock. Every SQLite error
+    of a public method is raised as a :class:`~dreamgym_env.errors.DataError` naming the file.
     """
 
     def __init__(
@@ -122,29 +174,72 @@ class ReplayStore:
         read_only: bool = False,
         commit_every: int = DEFAULT_COMMIT_EVERY,
         commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ) -> None:
         self.path = None if path is None else Path(path)
         self.read_only = read_only
         self.commit_every = max(1, commit_every)
         self.commit_interval_s = commit_interval_s
+        self.busy_timeout_s = busy_timeout_s
         self._pending = 0
         self._pending_since = 0.0
+        self._closed = False
+        options: dict[str, Any] = {
+            "isolation_level": None,
+            "check_same_thread": False,
+            "timeout": busy_timeout_s,
+        }
+        if self.path is not None and self.path.exists():
+            self._refuse_empty_file(self.path)
         try:
             if self.path is None:
-                self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+                self._db = sqlite3.connect(":memory:", **options)
             elif read_only:
                 if not self.path.exists():
                     raise DataError(f"replay buffer {str(self.path)!r} does not exist")
                 uri = f"file:{self.path.resolve()}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+                self._db = sqlite3.connect(uri, uri=True, **options)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+                self._db = sqlite3.connect(str(self.path), **options)
+        except sqlite3.Error as exc:
+            raise self._data_error(exc) from exc
+        try:
             self._setup()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise self._data_error(exc) from exc
+        except BaseException:
+            self._db.close()
+            raise
+
+    @staticmethod
+    def _refuse_empty_file(path: Path) -> None:
+        """A zero-length file is no buffer (SQLite would silently start a new one in it)."""
+        wal = Path(f"{path}-wal")
+        if path.stat().st_size == 0 and not (wal.exists() and wal.stat().st_size > 0):
             raise DataError(
-                f"replay buffer {str(self.path or ':memory:')!r} is not a usable database: {exc}"
-            ) from exc
+                f"replay buffer {str(path)!r} is an empty file (0 bytes), not a replay buffer; "
+                "delete it to start a new buffer there"
+            )
+
+    def _data_error(self, exc: sqlite3.Error) -> DataError:
+        """The :class:`DataError` for an SQLite error on this file."""
+        where = repr(str(self.path or ":memory:"))
+        message = str(exc)
+        if "locked" in message or "busy" in message:
+            return DataError(
+                f"replay buffer {where} is locked by another writer (waited {self.busy_timeout_s:g} s, "
+                f"busy_timeout_s): {message}; use one writing process per file"
+            )
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
+            exc, sqlite3.OperationalError | sqlite3.IntegrityError
+        ):
+            return DataError(
+                f"replay buffer {where} is damaged or not a replay buffer ({message}); "
+                "restore it from a copy or build it again"
+            )
+        return DataError(f"replay buffer {where}: {type(exc).__name__}: {message}")
 
     def _setup(self) -> None:
         if not self.read_only:
@@ -163,17 +258,22 @@ class ReplayStore:
                 raise DataError(f"{str(self.path)!r} is not a replay buffer (no transitions table)")
 
     # -- transactions -------------------------------------------------------------------------
-    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+    def begin(self) -> None:
+        """Start the write transaction now (taking the file's write lock) unless one is open.
+
+        Reads that decide what to write (e.g. which keys are already stored) belong after this.
+        """
         if not self._db.in_transaction:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             self._pending_since = time.monotonic()
+
+    def _write(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        self.begin()
         return self._db.execute(sql, params)
 
     def _write_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            if not self._db.in_transaction:
-                self._db.execute("BEGIN")
-                self._pending_since = time.monotonic()
+            self.begin()
             self._db.executemany(sql, rows)
 
     def wrote(self, count: int = 1) -> None:
@@ -184,18 +284,51 @@ class ReplayStore:
         ):
             self.commit()
 
+    def commit_due_in(self) -> float | None:
+        """Seconds until the pending writes are due for their interval commit (``None``: none pending)."""
+        if self._closed or not self._db.in_transaction:
+            return None
+        return max(0.0, self._pending_since + self.commit_interval_s - time.monotonic())
+
     def commit(self) -> None:
         """Commit everything written so far (durable against a process kill once this returns)."""
+        if self._closed:
+            return
         if self._db.in_transaction:
             self._db.execute("COMMIT")
         self._pending = 0
 
     def close(self) -> None:
-        """Commit and close the database."""
+        """Commit, checkpoint the WAL and close the database (the ``-wal``/``-shm`` files go with it)."""
+        if self._closed:
+            return
         try:
             self.commit()
+            if self.path is not None and not self.read_only:
+                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
+            self._closed = True
             self._db.close()
+        if self.path is not None and self.read_only:
+            self._remove_wal_files(self.path)
+
+    @staticmethod
+    def _remove_wal_files(path: Path) -> None:
+        """Let SQLite remove the ``-wal``/``-shm`` files a read-only connection leaves behind.
+
+        A read-only connection cannot delete them; a brief writable one can, and SQLite does so
+        on its close only when it is the file's last connection (never under a running writer).
+        """
+        if not (Path(f"{path}-wal").exists() or Path(f"{path}-shm").exists()) or not os.access(path, os.W_OK):
+            return
+        try:
+            cleaner = sqlite3.connect(str(path), timeout=0)
+            try:
+                cleaner.execute("PRAGMA schema_version").fetchone()
+            finally:
+                cleaner.close()
+        except sqlite3.Error:
+            pass  # another connection holds the file: its last close will clean up
 
     # -- meta ---------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

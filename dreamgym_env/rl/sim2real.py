@@ -6,6 +6,12 @@ trained in the synthetic env for ``synthetic_steps``, evaluated, then moved to t
 ``s2r_real_steps`` real steps, and evaluated again. A reference agent is trained on the real env
 alone for ``real_steps``. Every agent is evaluated on the real env's test split; runs go to a
 process pool (``workers``), one per core.
+
+The experiment adapts itself to the domain through the domain contract alone: the synthetic
+env's state mode and history length (:func:`synthetic_settings`), the number of candidate
+actions the policy chooses from (:func:`choose_max_actions`) and the default reward (the
+domain's score only where its reference env pays it at the episode's end, as the synthetic env
+does, :func:`score_paid_at_end`).
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ import numpy as np
 
 from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import Task
+from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS
 
 ALGOS = ("ppo",)
 MODEL_KINDS = ("oracle", "endpoint", "local", "auto")
@@ -36,6 +44,12 @@ DEFAULT_REAL_STEPS = 30_000
 DEFAULT_EVAL_TASKS = 500
 CURVE_WINDOW = 200
 """Episodes in the rolling success rate of the learning curves."""
+PROBE_TASKS = 64
+"""Train tasks sampled to choose the candidate count K (:func:`choose_max_actions`)."""
+PROBE_STEPS = 10
+"""Random steps taken in each of them."""
+SCORE_PROBE_EPISODES = 5
+"""Expert episodes that check where the reference env pays the score (:func:`score_paid_at_end`)."""
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,9 @@ class PPOSettings:
     gamma: float = 0.99
     ent_coef: float = 0.01
     embed_dim: int = 64
-    max_actions: int = 32
+    max_actions: int | None = None
+    """K, the candidate actions the policy chooses from (``Discrete(K)``); ``None``: chosen per
+    domain by :func:`choose_max_actions` (at least 32, enough for the largest page seen)."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +78,10 @@ class Sim2RealConfig:
     ``DREAMGYM_BASE_URL`` ...), ``"local"`` (the embedded model) or ``"auto"`` (the default
     choice); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on the
     domain's shaped score (where its reference env has one, ``Domain.reward_modes``),
-    ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one;
-    success is always "task completed". ``domain``: a registered domain's name or any
+    ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one
+    and its reference env pays it at the episode's end (:func:`score_paid_at_end`: the
+    synthetic env pays a reward only at the end, so a score paid step by step could not be
+    learnt from synthetic experience), else the outcome; success is always "task completed". ``domain``: a registered domain's name or any
     :class:`~dreamgym_env.envs.domain.Domain` (registered or not; with ``workers`` > 1 it goes
     to the worker processes, so its class must be importable there).
     """
@@ -89,7 +107,8 @@ class Sim2RealConfig:
             raise UnknownNameError("experience model kind", self.model, MODEL_KINDS)
         modes = get_domain(self.domain).reward_modes
         if self.reward is None:
-            object.__setattr__(self, "reward", "score" if "score" in modes else "outcome")
+            score = "score" in modes and score_paid_at_end(self.domain)
+            object.__setattr__(self, "reward", "score" if score else "outcome")
         if self.reward not in modes:
             raise ConfigurationError(
                 f"reward must be one of domain {self.domain!r}'s reward modes {modes}, got {self.reward!r}"
@@ -137,6 +156,10 @@ class Sim2RealReport:
     config: Sim2RealConfig
     runs: list[RunResult]
     seconds: float
+    synthetic: SyntheticSettings | None = None
+    """The synthetic env's state mode and history length."""
+    candidates_seen: int | None = None
+    """The most candidate actions seen when K was chosen (``None``: K was given)."""
     table_path: Path | None = None
     plot_path: Path | None = None
     json_path: Path | None = None
@@ -200,11 +223,136 @@ def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceMo
     )
 
 
+@dataclass(frozen=True)
+class SyntheticSettings:
+    """How the experiment builds its synthetic env (recorded in ``results.json``)."""
+
+    state_mode: StateMode
+    """``"structured"`` where the domain's text states list no admissible actions but its abstract
+    states do (the policy chooses among admissible actions), else ``"text"``."""
+    history_len: int
+    """Past steps in each request: the whole episode (``max_episode_steps``) when the oracle
+    answers a domain whose reference env cannot be restored from a state (it replays the
+    episode from the task's start), else the env's default."""
+
+
+def synthetic_settings(config: Sim2RealConfig) -> SyntheticSettings:
+    """The synthetic env's state mode and history length for ``config``'s domain and model."""
+    domain = get_domain(config.domain)
+    tasks = list(domain.tasks("train")[:1])
+    listed = bool(tasks) and domain.admissible_actions(tasks[0].initial_state) is not None
+    mode: StateMode = "structured" if domain.state_schema is not None and not listed else "text"
+    history_len = DEFAULT_HISTORY_LEN
+    if config.model == "oracle" and not _restorable(config):
+        history_len = max(DEFAULT_HISTORY_LEN, domain.max_episode_steps)
+    return SyntheticSettings(mode, history_len)
+
+
+def _restorable(config: Sim2RealConfig) -> bool:
+    env = _reference_env(config, "train")
+    try:
+        return bool(getattr(env.unwrapped, "restorable", False))
+    finally:
+        env.close()
+
+
 def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> gym.Env:
     from dreamgym_env.envs.synthetic import DreamEnv
 
     domain = get_domain(config.domain)
-    return DreamEnv(domain, model, max_steps=domain.max_episode_steps, split="train")
+    settings = synthetic_settings(config)
+    return DreamEnv(
+        domain,
+        model,
+        max_steps=domain.max_episode_steps,
+        split="train",
+        state_mode=settings.state_mode,
+        history_len=settings.history_len,
+    )
+
+
+def choose_max_actions(
+    domain: str | Domain, *, seed: int = 0, tasks: int = PROBE_TASKS, steps: int = PROBE_STEPS
+) -> tuple[int, int]:
+    """``(K, most candidates seen)``: K for ``ChoiceActions`` on ``domain``.
+
+    The most candidate actions (admissible actions with their free slots filled, as
+    :class:`~dreamgym_env.wrappers.ChoiceActions` lists them) seen at the reset and in
+    ``steps`` uniformly random steps of ``tasks`` train tasks spread over the split, in the
+    reference env; K is that count rounded up to a multiple of 8, and at least
+    :data:`~dreamgym_env.wrappers.choice_actions.DEFAULT_MAX_ACTIONS` (32), so a domain whose
+    pages fit in 32 keeps the policy it always had. Seeded: the same domain and seed give the
+    same K.
+    """
+    from dreamgym_env.wrappers.choice_actions import ChoiceActions
+
+    d = get_domain(domain)
+    train = list(d.tasks("train"))
+    if not train:
+        raise ConfigurationError(f"domain {d.name!r} has no train tasks")
+    env = ChoiceActions(
+        d.make_reference_env(split="train", max_steps=d.max_episode_steps), max_actions=1 << 20
+    )
+    rng = np.random.default_rng(seed)
+    stride = max(1, len(train) // tasks)
+    most = 0
+    try:
+        for i, task in enumerate(train[::stride][:tasks]):
+            _, info = env.reset(seed=seed + i, options={"task": task})
+            most = max(most, len(info["action_candidates"]))
+            for _ in range(steps):
+                index = int(rng.integers(max(1, len(info["action_candidates"]))))
+                _, _, terminated, truncated, info = env.step(index)
+                most = max(most, len(info["action_candidates"]))
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    return max(DEFAULT_MAX_ACTIONS, 8 * math.ceil(most / 8)), most
+
+
+def max_actions_of(config: Sim2RealConfig) -> int:
+    """``config.ppo.max_actions``, or K chosen for the domain when it is ``None``."""
+    if config.ppo.max_actions is not None:
+        return config.ppo.max_actions
+    return choose_max_actions(config.domain, seed=config.seed)[0]
+
+
+def score_paid_at_end(domain: str | Domain, *, episodes: int = SCORE_PROBE_EPISODES) -> bool:
+    """Whether the reference env pays its ``"score"`` reward only at an episode's last step.
+
+    Checked on the expert's episodes of the first ``episodes`` train tasks (uniformly random
+    admissible actions where the domain has no expert): a nonzero reward at any step before the
+    end means a shaped, step-by-step score, which the synthetic env cannot pay (it pays the
+    model's reward at the step that ends the episode only). ``False`` for a domain without a
+    score.
+    """
+    d = get_domain(domain)
+    if "score" not in d.reward_modes:
+        return False
+    try:
+        policy = d.expert_policy()
+    except ConfigurationError:
+        policy = None
+    env = d.make_reference_env(split="train", max_steps=d.max_episode_steps, reward="score")
+    rng = np.random.default_rng(0)
+    try:
+        for i, task in enumerate(list(d.tasks("train"))[:episodes]):
+            observation, info = env.reset(seed=i, options={"task": task})
+            done = False
+            while not done:
+                if policy is not None:
+                    action = policy(observation, info)
+                else:
+                    admissible = info.get("admissible_actions") or [""]
+                    action = admissible[int(rng.integers(len(admissible)))]
+                observation, reward, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+                if not done and float(reward) != 0.0:
+                    return False
+    finally:
+        env.close()
+    return True
 
 
 def test_tasks(config: Sim2RealConfig) -> list[Task]:
@@ -245,7 +393,7 @@ def _make_model(config: Sim2RealConfig, venv: Any) -> Any:
 def _evaluate(config: Sim2RealConfig, model: Any, embedder: Any) -> tuple[float, int]:
     from dreamgym_env.rl.sb3 import evaluate_policy_on_tasks, wrap_for_sb3
 
-    env = wrap_for_sb3(_reference_env(config, "test"), embedder, max_actions=config.ppo.max_actions)
+    env = wrap_for_sb3(_reference_env(config, "test"), embedder, max_actions=max_actions_of(config))
     result = evaluate_policy_on_tasks(model, env, test_tasks(config), seed=config.seed)
     return result.success, result.episodes
 
@@ -271,9 +419,9 @@ def train_reference(config: Sim2RealConfig) -> list[RunResult]:
     _setup_worker()
     started = time.perf_counter()
     embedder = HashedEmbedder(config.ppo.embed_dim)
+    k = max_actions_of(config)
     venv = DummyVecEnv(
-        [lambda: wrap_for_sb3(_reference_env(config, "train"), embedder, max_actions=config.ppo.max_actions)]
-        * config.ppo.n_envs
+        [lambda: wrap_for_sb3(_reference_env(config, "train"), embedder, max_actions=k)] * config.ppo.n_envs
     )
     model = _make_model(config, venv)
     monitor = TrainingMonitor(real_step_budget=config.real_steps)
@@ -309,10 +457,11 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
     started = time.perf_counter()
     embedder = HashedEmbedder(config.ppo.embed_dim)
     experience_model = _experience_model(config, error_rate)
+    k = max_actions_of(config)
 
     def make() -> gym.Env:
         env = SimToReal(_synthetic_env(config, experience_model), _reference_env(config, "train"))
-        return wrap_for_sb3(env, embedder, max_actions=config.ppo.max_actions)
+        return wrap_for_sb3(env, embedder, max_actions=k)
 
     venv = DummyVecEnv([make] * config.ppo.n_envs)
     model = _make_model(config, venv)
@@ -364,7 +513,7 @@ def random_baseline(config: Sim2RealConfig) -> RunResult:
     """A uniformly random choice among the candidate actions, on the test tasks."""
     from dreamgym_env.wrappers.choice_actions import ChoiceActions
 
-    env = ChoiceActions(_reference_env(config, "test"), max_actions=config.ppo.max_actions)
+    env = ChoiceActions(_reference_env(config, "test"), max_actions=max_actions_of(config))
     rng = np.random.default_rng(config.seed)
     wins, tasks = 0, test_tasks(config)
     for i, task in enumerate(tasks):
@@ -383,6 +532,17 @@ def run_sim2real(config: Sim2RealConfig, *, log: Callable[[str], None] = print) 
     """Train and evaluate every agent, write ``results.json``, ``table.md`` and ``learning_curves.png``."""
     started = time.perf_counter()
     (config.out_dir / "models").mkdir(parents=True, exist_ok=True)
+    seen = None
+    if config.ppo.max_actions is None:
+        k, seen = choose_max_actions(config.domain, seed=config.seed)
+        config = with_overrides(config, max_actions=k)
+    synthetic = synthetic_settings(config)
+    log(
+        f"sim2real on {get_domain(config.domain).name}: K={config.ppo.max_actions} candidate actions"
+        + (f" (most seen {seen})" if seen is not None else "")
+        + f", reward {config.reward!r}, synthetic env state_mode={synthetic.state_mode!r} "
+        f"history_len={synthetic.history_len}"
+    )
     jobs: list[tuple[Callable[..., list[RunResult]], tuple[Any, ...]]] = [(train_reference, (config,))]
     jobs += [(train_dreamgym, (config, e)) for e in config.error_rates]
     log(
@@ -405,7 +565,7 @@ def run_sim2real(config: Sim2RealConfig, *, log: Callable[[str], None] = print) 
                 log(f"  done: {', '.join(r.method for r in done)} ({done[-1].seconds:.0f} s)")
     order = {"PPO (real env)": 0, "DreamGym-PPO": 1, "DreamGym-S2R-PPO": 2, "Random policy": 3}
     runs.sort(key=lambda r: (order.get(r.method, 9), r.error_rate or 0.0))
-    report = Sim2RealReport(config, runs, time.perf_counter() - started)
+    report = Sim2RealReport(config, runs, time.perf_counter() - started, synthetic, seen)
     write_outputs(report)
     return report
 
@@ -421,7 +581,14 @@ def write_outputs(report: Sim2RealReport) -> None:
     config["out_dir"] = str(report.config.out_dir)
     report.json_path.write_text(
         json.dumps(
-            {"config": config, "seconds": report.seconds, "runs": [asdict(r) for r in report.runs]}, indent=1
+            {
+                "config": config,
+                "synthetic_env": asdict(report.synthetic) if report.synthetic is not None else None,
+                "candidates_seen": report.candidates_seen,
+                "seconds": report.seconds,
+                "runs": [asdict(r) for r in report.runs],
+            },
+            indent=1,
         ),
         encoding="utf-8",
     )
@@ -512,7 +679,11 @@ __all__: Sequence[str] = (
     "RunResult",
     "Sim2RealConfig",
     "Sim2RealReport",
+    "SyntheticSettings",
+    "choose_max_actions",
     "make_experience_model",
     "parse_error_rates",
     "run_sim2real",
+    "score_paid_at_end",
+    "synthetic_settings",
 )

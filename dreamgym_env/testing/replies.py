@@ -7,6 +7,7 @@ A test queues replies (consumed in order) or gives a responder ``(request_json) 
     delay(2.0, then=ok("..."))            # hold the request (latency, timeouts)
     truncated('{"reasoning": "cut')       # finish_reason="length"
     drop()                                # close the connection without answering
+    raw("<html>502 Bad Gateway</html>")   # any body, HTTP 200 (a broken proxy or gateway)
 """
 
 from __future__ import annotations
@@ -53,7 +54,17 @@ class Drop:
     """Close the connection without answering (a transport failure)."""
 
 
-Reply = Ok | HTTPError | Delay | Drop
+@dataclass(frozen=True)
+class Raw:
+    """An answer sent exactly as given: any status, content type and body (bytes)."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+Reply = Ok | HTTPError | Delay | Drop | Raw
 Responder = Callable[[dict[str, Any]], Reply | str | dict]
 """Answers a request body (JSON) with a reply; a ``str`` or ``dict`` means :func:`ok` of it."""
 
@@ -92,9 +103,28 @@ def drop() -> Drop:
     return Drop()
 
 
+def raw(
+    body: str | bytes | Mapping[str, Any] | list[Any],
+    *,
+    status: int = 200,
+    content_type: str = "application/json",
+    headers: Mapping[str, str] | None = None,
+) -> Raw:
+    """Answer ``body`` as is (a str or bytes verbatim, a dict or list as JSON): garbage bodies.
+
+    ``raw("")`` is an empty HTTP 200, ``raw("<html>...", content_type="text/html")`` a proxy's
+    page, ``raw({"choices": [{"index": 0}]})`` a completion without a message.
+    """
+    if isinstance(body, (Mapping, list)):
+        data = json.dumps(body).encode()
+    else:
+        data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+    return Raw(data, status, content_type, dict(headers or {}))
+
+
 def as_reply(value: Reply | str | Mapping[str, Any]) -> Reply:
     """Normalise a responder's answer into a reply."""
-    if isinstance(value, (Ok, HTTPError, Delay, Drop)):
+    if isinstance(value, (Ok, HTTPError, Delay, Drop, Raw)):
         return value
     if isinstance(value, (str, Mapping)):
         return ok(value)

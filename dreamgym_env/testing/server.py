@@ -29,6 +29,7 @@ from dreamgym_env.testing.replies import (
     Drop,
     HTTPError,
     Ok,
+    Raw,
     Reply,
     Responder,
     as_reply,
@@ -98,6 +99,9 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply, HTTPError):
             self._send_json(reply.status, reply.body, reply.headers)
             return
+        if isinstance(reply, Raw):
+            self._send(reply.status, reply.body, reply.content_type, reply.headers)
+            return
         if body.get("stream"):
             self._send_json(400, _error_body("the scripted server does not stream"))
             return
@@ -105,9 +109,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | Any = None) -> None:
         data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+        self._send(status, data, "application/json", headers)
+
+    def _send(
+        self, status: int, data: bytes, content_type: str, headers: dict[str, str] | Any = None
+    ) -> None:
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for name, value in dict(headers or {}).items():
                 self.send_header(name, value)

@@ -162,3 +162,11 @@ def test_flag_and_default_location():
     assert cache_enabled({"DREAMGYM_CACHE": "1"}) and cache_enabled({"DREAMGYM_CACHE": "on"})
     assert not cache_enabled({}) and not cache_enabled({"DREAMGYM_CACHE": "0"})
     assert default_cache_path({"DREAMGYM_CACHE_DIR": "/x"}) == Path("/x/transitions.sqlite")
+
+
+def test_key_of_a_request_with_lone_surrogates_is_the_key_of_what_the_model_sees(request_):
+    lone = request_.model_copy(update={"action": "search[shoes \ud800]", "state": "page \udfff"})
+    seen = request_.model_copy(update={"action": "search[shoes \ufffd]", "state": "page \ufffd"})
+    key = request_key(lone, model_id="m", prompt_version="1")
+    assert key == request_key(seen, model_id="m", prompt_version="1")
+    assert key != request_key(request_, model_id="m", prompt_version="1")

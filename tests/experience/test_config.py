@@ -7,7 +7,9 @@ import pytest
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.config import (
     DEFAULT_BASE_URL,
+    DEFAULT_DEADLINE_S,
     DEFAULT_MODEL,
+    DEFAULT_TIMEOUT_S,
     NO_KEY,
     UNSET,
     EndpointConfig,
@@ -144,3 +146,33 @@ def test_replace_validates_and_keeps_the_rest():
     changed = config.replace(max_concurrency=3, timeout_s=UNSET)
     assert changed.max_concurrency == 3 and changed.timeout_s == config.timeout_s
     assert changed.api_key.get_secret_value() == SECRET and changed.model == "m"
+
+
+def test_timeout_and_deadline_from_variables_arguments_win():
+    env = {"DREAMGYM_TIMEOUT": " 5 ", "DREAMGYM_DEADLINE": "30.5"}
+    config = EndpointConfig.resolve(environ=env)
+    assert (config.timeout_s, config.deadline_s) == (5.0, 30.5)
+    config = EndpointConfig.resolve(environ=env, timeout_s=2, deadline_s=None)
+    assert (config.timeout_s, config.deadline_s) == (2, None)
+    config = EndpointConfig.resolve(environ=env, timeout_s=UNSET)
+    assert config.timeout_s == 5.0
+    assert EndpointConfig.resolve(environ={"DREAMGYM_DEADLINE": "none"}).deadline_s is None
+    defaults = EndpointConfig.resolve(environ={"OPENAI_TIMEOUT": "1"})  # only DREAMGYM_ variables
+    assert (defaults.timeout_s, defaults.deadline_s) == (DEFAULT_TIMEOUT_S, DEFAULT_DEADLINE_S)
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "1e999"])
+@pytest.mark.parametrize("variable", ["DREAMGYM_TIMEOUT", "DREAMGYM_DEADLINE"])
+def test_bad_seconds_variables_are_configuration_errors(variable, value):
+    with pytest.raises(ConfigurationError, match=variable):
+        EndpointConfig.resolve(environ={variable: value})
+
+
+def test_password_in_url_is_masked_but_used():
+    config = EndpointConfig.resolve(base_url="http://user:p%40ss@host:1/v1", api_key=SECRET, environ={})
+    assert config.base_url == "http://user:p%40ss@host:1/v1"  # the client still gets it
+    assert config.display_url == "http://user:***@host:1/v1"
+    for text in (repr(config), str(config), config.describe(), config.model_dump_json()):
+        assert "p%40ss" not in text and "p@ss" not in text and SECRET not in text
+    assert {"p%40ss", "p@ss", SECRET} <= set(config.secrets)
+    assert EndpointConfig.resolve(environ={}).secrets == ()  # the placeholder key is no secret

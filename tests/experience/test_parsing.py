@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dreamgym_env.experience.parsing import OutputParseError, parse_transition
+from dreamgym_env.experience.parsing import MAX_STATE_CHARS, OutputParseError, parse_transition
+from dreamgym_env.experience.prompt import TRANSITION_SCHEMA
 from dreamgym_env.types import Usage
 
 GOOD = {
@@ -86,33 +87,114 @@ def test_next_state_required(body):
         parse_transition(json.dumps(body))
 
 
-@pytest.mark.parametrize(("raw", "clipped"), [(1.7, 1.0), (-0.5, 0.0), ("0.25", 0.25), (1, 1.0)])
-def test_reward_clipped_to_unit_interval(raw, clipped):
-    assert parse_transition(json.dumps({**GOOD, "reward": raw})).reward == clipped
+@pytest.mark.parametrize(
+    ("raw", "reward"), [(0, 0.0), (1, 1.0), (0.0, 0.0), (1.0, 1.0), (0.5, 0.5), ("0.25", 0.25)]
+)
+def test_rewards_in_the_unit_interval_are_kept(raw, reward):
+    assert parse_transition(json.dumps({**GOOD, "reward": raw})).reward == reward
 
 
-@pytest.mark.parametrize("raw", ["high", None, [1]])
-def test_reward_must_be_a_number(raw):
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "5",
+        "-3",
+        "1.7",
+        "-0.5",
+        "1.0000001",
+        "true",
+        "false",
+        "Infinity",
+        "-Infinity",
+        "NaN",
+        '"high"',
+        '"inf"',
+        '"nan"',
+        "null",
+        "[1]",
+        '{"value": 1}',
+    ],
+)
+def test_rewards_out_of_range_or_not_numbers_are_errors_never_clamped(raw):
+    text = json.dumps({**GOOD, "reward": "@"}).replace('"@"', raw)
+    with pytest.raises(OutputParseError, match="'reward' must be a number from 0 to 1"):
+        parse_transition(text)
+
+
+@pytest.mark.parametrize("missing", ["reward", "done"])
+def test_missing_reward_or_done_is_an_error_never_defaulted(missing):
+    body = {key: value for key, value in GOOD.items() if key != missing}
+    with pytest.raises(OutputParseError, match=f"no '{missing}' field"):
+        parse_transition(json.dumps(body))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'I\'m sorry, I can\'t help with {"next_state": "that"}',
+        'Sure: {"next_state": "that", "reward": 0} and more prose',
+        '{"next_state": "that", "done": false}',
+    ],
+)
+def test_prose_around_a_partial_answer_is_an_error(text):
+    with pytest.raises(OutputParseError, match=r"no '(reward|done)' field"):
+        parse_transition(text)
+
+
+def test_the_answer_is_found_after_other_json_objects():
+    text = 'The page had {"price": 12}. ' + json.dumps(GOOD)
+    assert parse_transition(text).next_state == GOOD["next_state"]
+
+
+def test_next_state_at_the_schema_limit_is_kept_and_longer_is_an_error():
+    assert len(parse_transition(json.dumps({**GOOD, "next_state": "x" * MAX_STATE_CHARS})).next_state) == (
+        MAX_STATE_CHARS
+    )
+    with pytest.raises(OutputParseError, match=f"more than the limit of {MAX_STATE_CHARS}"):
+        parse_transition(json.dumps({**GOOD, "next_state": "x" * (MAX_STATE_CHARS + 1)}))
+    assert TRANSITION_SCHEMA["properties"]["next_state"]["maxLength"] == MAX_STATE_CHARS
+
+
+def test_surrogate_escapes_come_back_encodable():
+    text = (
+        '{"reasoning": "r \\udc00", "next_state": "shoes \\ud800 \\ud83d\\ude00", "reward": 0, "done": false}'
+    )
+    transition = parse_transition(text)
+    assert transition.next_state == "shoes \ufffd \U0001f600" and transition.reasoning == "r \ufffd"
+    transition.model_dump_json()  # encodable
+
+
+def test_structured_mode_needs_every_field_too():
+    schema = {"type": "object", "properties": {"page": {"type": "string"}}, "required": ["page"]}
+    good = {"reasoning": "r", "next_state": {"page": "search"}, "reward": 0, "done": False}
+    assert parse_transition(json.dumps(good), state_schema=schema).next_state == '{"page":"search"}'
+    with pytest.raises(OutputParseError, match="no 'done' field"):
+        parse_transition(json.dumps({k: v for k, v in good.items() if k != "done"}), state_schema=schema)
     with pytest.raises(OutputParseError, match="reward"):
-        parse_transition(json.dumps({**GOOD, "reward": raw}))
-
-
-def test_nan_reward_is_an_error():
-    with pytest.raises(OutputParseError, match="NaN"):
-        parse_transition('{"next_state": "s", "reward": NaN, "done": false}')
+        parse_transition(json.dumps({**good, "reward": 3}), state_schema=schema)
 
 
 @pytest.mark.parametrize(
     ("raw", "done"),
-    [("true", True), ("False", False), ("yes", True), ("no", False), (1, True), (0, False), ("", False)],
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("False", False),
+        ("yes", True),
+        ("no", False),
+        (1, True),
+        (0, False),
+    ],
 )
 def test_string_and_number_booleans(raw, done):
     assert parse_transition(json.dumps({**GOOD, "done": raw})).terminated is done
 
 
-def test_unclear_boolean_is_an_error():
-    with pytest.raises(OutputParseError, match="done"):
-        parse_transition(json.dumps({**GOOD, "done": "maybe"}))
+@pytest.mark.parametrize("raw", ["maybe", "", 2, 0.5, None, [True]])
+def test_unclear_boolean_is_an_error(raw):
+    with pytest.raises(OutputParseError, match="'done' must be true or false"):
+        parse_transition(json.dumps({**GOOD, "done": raw}))
 
 
 def test_alternative_keys_state_and_terminated():
@@ -131,7 +213,8 @@ def test_any_text_parses_or_raises_parse_error(text):
         transition = parse_transition(text)
     except OutputParseError:
         return
-    assert transition.next_state.strip() and 0.0 <= transition.reward <= 1.0
+    assert transition.next_state.strip() and len(transition.next_state) <= MAX_STATE_CHARS
+    assert 0.0 <= transition.reward <= 1.0
 
 
 @given(
@@ -149,3 +232,25 @@ def test_valid_answers_round_trip_in_any_wrapping(body, wrapping):
     transition = parse_transition(wrapping.replace("{}", json.dumps(body), 1))
     assert transition.next_state == body["next_state"] and transition.terminated is body["done"]
     assert transition.reward == pytest.approx(body["reward"])
+
+
+@given(
+    st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-10, max_value=10),
+        st.booleans(),
+        st.none(),
+        st.text(max_size=5),
+    )
+)
+def test_a_reward_is_kept_exactly_when_it_is_a_number_in_the_unit_interval(raw):
+    text = json.dumps({**GOOD, "reward": raw})  # NaN and infinities as JSON's NaN/Infinity
+    try:
+        number = float(raw) if not isinstance(raw, bool) and raw is not None else None
+    except ValueError:
+        number = None
+    if number is not None and 0.0 <= number <= 1.0:
+        assert parse_transition(text).reward == number
+    else:
+        with pytest.raises(OutputParseError, match="reward"):
+            parse_transition(text)

@@ -15,6 +15,7 @@ from dreamgym_env.experience.prompt import (
     messages,
     system_prompt,
     user_prompt,
+    utf8_safe,
 )
 from dreamgym_env.replay.grounding import compact_demonstration
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task
@@ -184,3 +185,26 @@ def test_compacted_demonstration_shows_what_the_action_changed(webshop_task):
     assert compact_demonstration(new_page, state_chars=160, next_state_chars=160).next_state == (
         'WebShop | reviews B0SHIRT001 | query "red shirt" | page 1'
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "safe"),
+    [
+        ("plain é ✓", "plain é ✓"),
+        ("shoes \ud800", "shoes \ufffd"),
+        ("\udc00\ud800", "\ufffd\ufffd"),
+        ("pair \ud83d\ude00", "pair \U0001f600"),
+    ],
+    ids=["no-surrogates", "lone-high", "reversed-pair", "well-formed-pair"],
+)
+def test_utf8_safe_replaces_lone_surrogates_and_joins_pairs(text, safe):
+    assert utf8_safe(text) == safe
+    safe.encode("utf-8")
+
+
+def test_messages_are_always_encodable(webshop_task):
+    request = make_request(webshop_task, "search[shoes \ud800]").model_copy(update={"state": "page \udfff"})
+    system, user = messages(WEBSHOP_PROMPT, request)
+    assert json.loads(action_block(user["content"])) == "search[shoes \ufffd]"
+    assert "page \ufffd" in user["content"]
+    (system["content"] + user["content"]).encode("utf-8")

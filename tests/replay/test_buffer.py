@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -277,3 +278,186 @@ def test_eviction_order_holds_for_any_sequence(capacity, adds):
         == buffer.store.count_table("vectors")
         == len(buffer._ensure_index())
     )
+
+
+IDLE_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+    from dreamgym_env.replay.embedders import HashedEmbedder
+    from dreamgym_env.types import Step, Task
+
+    buffer = ExperienceReplayBuffer(sys.argv[1], embedder=HashedEmbedder(dim=32), commit_every=10**9,
+                                    commit_interval_s=float(sys.argv[2]))
+    task = Task(id="t", domain="webshop", instruction="i", initial_state="s")
+    for i in range(5):
+        buffer.add(task, Step(state=f"state {i}", action=f"click[{i}]", next_state=f"next {i}"),
+                   source="synthetic", episode_id="e", step_index=i)
+    print("written", flush=True)
+    time.sleep(600)  # idle, never closes: only the interval commit can save the writes
+    """
+)
+
+
+def _stored_states(path) -> set[str]:
+    with ExperienceReplayBuffer(path, read_only=True) as reader:
+        return {row[0] for row in reader.store._db.execute("SELECT state FROM transitions")}
+
+
+def test_writes_of_an_idle_writer_are_committed_on_time_and_survive_sigkill(tmp_path):
+    """Five adds, then the writer idles past commit_interval_s: a reader sees them, SIGKILL keeps them."""
+    path = tmp_path / "idle.db"
+    interval = 0.3
+    process = subprocess.Popen(
+        [sys.executable, "-c", IDLE_WRITER, str(path), str(interval)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "written"
+        written_at = time.monotonic()
+        expected = {f"state {i}" for i in range(5)}
+        seen: set[str] = set()
+        while time.monotonic() - written_at < 10 and seen != expected:
+            time.sleep(0.05)
+            seen = _stored_states(path)
+        waited = time.monotonic() - written_at
+        assert seen == expected, f"a reader saw {len(seen)} of 5 rows {waited:.1f} s after the writes"
+        assert waited < interval + 5  # committed by the timer, not at some later write
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    assert _stored_states(path) == expected
+
+
+def test_interval_commit_without_further_writes_in_process(tmp_path):
+    path = tmp_path / "b.db"
+    with ExperienceReplayBuffer(
+        path, embedder=HashedEmbedder(), commit_every=10**9, commit_interval_s=0.05
+    ) as buffer:
+        buffer.add(make_task(), make_step(1), source="real")
+        assert buffer.store.commit_due_in() is not None
+        deadline = time.monotonic() + 5
+        while buffer.store.commit_due_in() is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert buffer.store.commit_due_in() is None  # the timer committed
+        assert len(_stored_states(path)) == 1
+        buffer.add(make_task(), make_step(2), source="real")  # a new batch arms a new timer
+        time.sleep(0.3)
+        assert len(_stored_states(path)) == 2
+
+
+TWO_WRITERS = textwrap.dedent(
+    """
+    import sys
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+    from dreamgym_env.replay.embedders import HashedEmbedder
+    from dreamgym_env.types import Step, Task
+
+    name = sys.argv[2]
+    with ExperienceReplayBuffer(sys.argv[1], embedder=HashedEmbedder(dim=32), commit_every=5,
+                                commit_interval_s=0.02, busy_timeout_s=30) as buffer:
+        task = Task(id=f"t-{name}", domain="webshop", instruction="i", initial_state="s")
+        for i in range(200):
+            buffer.add(task, Step(state=f"{name} state {i}", action=f"click[{i}]", next_state=f"next {i}"),
+                       source="synthetic", episode_id=name, step_index=i)
+    print("done", flush=True)
+    """
+)
+
+
+def test_two_writer_processes_wait_for_each_other(tmp_path):
+    path = tmp_path / "shared.db"
+    ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=32)).close()  # created before both start
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", TWO_WRITERS, str(path), name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("a", "b")
+    ]
+    outputs = [writer.communicate(timeout=120) for writer in writers]
+    for writer, (out, err) in zip(writers, outputs, strict=True):
+        assert writer.returncode == 0 and out.strip() == "done", err
+        assert "OperationalError" not in err
+    states = _stored_states(path)
+    assert states == {f"{name} state {i}" for name in ("a", "b") for i in range(200)}
+
+
+def test_a_writer_blocked_past_its_busy_timeout_gets_a_data_error_naming_the_file(tmp_path):
+    path = tmp_path / "locked.db"
+    ExperienceReplayBuffer(path, embedder=HashedEmbedder()).close()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer's open transaction
+    try:
+        with ExperienceReplayBuffer(path, embedder=HashedEmbedder(), busy_timeout_s=0.2) as blocked:
+            started = time.monotonic()
+            with pytest.raises(DataError, match=r"locked\.db.*locked by another writer") as caught:
+                blocked.add(make_task(), make_step(1), source="real")
+            assert time.monotonic() - started >= 0.15  # it waited before giving up
+            assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+            holder.execute("COMMIT")
+            blocked.add(make_task(), make_step(1), source="real")  # free again: the write goes through
+    finally:
+        holder.close()
+    assert len(_stored_states(path)) == 1
+
+
+def test_zero_length_file_is_a_data_error_naming_the_file(tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for read_only in (False, True):
+        with pytest.raises(DataError, match=r"empty\.db.*empty file"):
+            ExperienceReplayBuffer(empty, embedder=HashedEmbedder(), read_only=read_only)
+    assert empty.stat().st_size == 0  # left as it was
+
+
+def _built(path, steps: int = 3000) -> None:
+    with ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=64)) as buffer:
+        long_text = " ".join(f"word{j}" for j in range(60))
+        buffer.add_steps(
+            make_task(),
+            [
+                Step(state=f"page {i} {long_text}", action=f"click[{i}]", next_state=f"item {i}")
+                for i in range(steps)
+            ],
+            source="offline",
+        )
+
+
+def test_corrupted_page_is_a_data_error_naming_the_file(tmp_path):
+    path = tmp_path / "corrupt.db"
+    _built(path)
+    size = path.stat().st_size
+    assert size > 1_000_000 and not (tmp_path / "corrupt.db-wal").exists()
+    with open(path, "r+b") as handle:  # overwrite a run of pages in the middle; the header stays intact
+        handle.seek(size // 3)
+        handle.write(b"\xff" * (size // 3))
+    with (
+        pytest.raises(DataError, match=r"corrupt\.db.*damaged") as caught,
+        ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=64)) as buffer,
+    ):
+        buffer.search("page 1", "click[1]", k=2)
+    assert isinstance(caught.value.__cause__, sqlite3.DatabaseError)
+
+
+def test_truncated_file_is_a_data_error_naming_the_file(tmp_path):
+    path = tmp_path / "truncated.db"
+    _built(path)
+    with open(path, "r+b") as handle:
+        handle.truncate(path.stat().st_size // 2)
+    with (
+        pytest.raises(DataError, match=r"truncated\.db"),
+        ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=64), read_only=True) as buffer,
+    ):
+        buffer.search("page 1", "click[1]", k=2, sources=None)
+
+
+def test_close_leaves_no_wal_files(tmp_path):
+    path = tmp_path / "b.db"
+    _built(path, steps=50)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.db"]
+    with ExperienceReplayBuffer(path, read_only=True) as reader:
+        assert len(reader) == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.db"]  # a reader's files go too

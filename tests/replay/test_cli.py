@@ -42,3 +42,31 @@ def test_errors_exit_nonzero(tmp_path):
         buffer_app, ["build", "--from", str(bad), "--out", str(tmp_path / "x.db"), "--embedder", "hashed"]
     )
     assert result.exit_code == 1 and "bad.jsonl:1" in result.output
+
+
+def test_build_and_stats_leave_no_wal_files_and_label_sources(tmp_path, offline_file, monkeypatch):
+    monkeypatch.setenv("DREAMGYM_EMBEDDER", "hashed:dim=64")
+    out_dir = tmp_path / "buffers"
+    out = out_dir / "webshop.db"
+    runner = CliRunner()
+    built = runner.invoke(buffer_app, ["build", "--from", str(offline_file), "--out", str(out)])
+    assert built.exit_code == 0, built.output
+    assert sorted(p.name for p in out_dir.iterdir()) == ["webshop.db"]  # checkpointed: no -wal, -shm
+    shown = runner.invoke(buffer_app, ["stats", str(out)])
+    assert shown.exit_code == 0, shown.output
+    assert sorted(p.name for p in out_dir.iterdir()) == ["webshop.db"]  # the reader's are gone too
+    lines = shown.output.splitlines()
+    assert any(line.startswith("  offline ") and "offline real transitions" in line for line in lines)
+    assert any(line.startswith("  real ") and "real transitions of a reference env" in line for line in lines)
+    assert any(
+        line.startswith("  synthetic ") and "synthetic transitions of an experience model" in line
+        for line in lines
+    )
+
+
+def test_damaged_buffer_file_is_one_error_line(tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    result = CliRunner().invoke(buffer_app, ["stats", str(empty)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.output.strip().startswith("error: replay buffer") and "empty.db" in result.output

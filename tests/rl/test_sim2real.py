@@ -12,10 +12,14 @@ from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.rl.sim2real import (
     Sim2RealConfig,
+    SyntheticSettings,
+    choose_max_actions,
     make_experience_model,
     parse_error_rates,
     random_baseline,
     run_sim2real,
+    score_paid_at_end,
+    synthetic_settings,
     with_overrides,
 )
 
@@ -51,8 +55,33 @@ def test_a_tiny_experiment_writes_the_table_the_results_and_the_plot(tmp_path):
     assert report.plot_path is not None and report.plot_path.read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((tmp_path / "results.json").read_text())
     assert len(saved["runs"]) == 6 and saved["config"]["error_rates"] == [0.0, 0.3]
+    assert saved["config"]["ppo"]["max_actions"] == 32 and saved["config"]["reward"] == "score"
+    assert saved["synthetic_env"] == {"state_mode": "text", "history_len": 4}
     assert (tmp_path / "table.md").read_text().startswith("| Method |")
     assert (tmp_path / "models" / "reference.zip").exists()
+
+
+def test_the_webshop_experiment_keeps_its_settings():
+    # K=32, text states, 4 steps of history and the purchase score, as the published table had
+    config = Sim2RealConfig("webshop")
+    assert config.reward == "score" and config.ppo.max_actions is None
+    assert choose_max_actions("webshop") == (32, 17)
+    assert synthetic_settings(config) == SyntheticSettings("text", 4)
+
+
+def test_the_experiment_adapts_to_the_domain():
+    # ALFWorld: the text lists no commands (structured states do), the oracle replays whole
+    # episodes, rooms list up to ~45 commands, and the score is paid step by step
+    alfworld = Sim2RealConfig("alfworld")
+    assert synthetic_settings(alfworld) == SyntheticSettings("structured", 50)
+    assert choose_max_actions("alfworld")[0] == 48 and alfworld.reward == "outcome"
+    assert not score_paid_at_end("alfworld") and score_paid_at_end("webshop")
+    # WebArena: pages list their actions, episodes are replayed, the score is paid at the end
+    webarena = Sim2RealConfig("webarena")
+    assert synthetic_settings(webarena) == SyntheticSettings("text", 30) and webarena.reward == "score"
+    assert choose_max_actions("webarena")[0] == 32
+    assert synthetic_settings(Sim2RealConfig("webarena", model="auto")).history_len == 4
+    assert Sim2RealConfig("alfworld", reward="score").reward == "score"  # asked for: kept
 
 
 def test_the_oracle_with_errors_keeps_episodes_going(tmp_path):

@@ -15,6 +15,7 @@ from dreamgym_env.testing import (
     echo_responder,
     http_error,
     ok,
+    raw,
     request_action,
     truncated,
 )
@@ -74,6 +75,21 @@ def test_http_error_reply(server, client):
     assert limited.json()["error"]["message"] == "scripted error 429"
     failed = post(client, chat())
     assert failed.status_code == 500 and failed.text == "oops"
+
+
+def test_raw_reply_sends_any_body_as_is(server, client):
+    server.enqueue(
+        raw("<html>502</html>", content_type="text/html"),
+        raw(""),
+        raw({"choices": [{"index": 0}]}),
+        raw(b"\xff\xfe", status=203, headers={"X-Proxy": "1"}),
+    )
+    html, empty, no_message, odd = (post(client, chat()) for _ in range(4))
+    assert (html.status_code, html.headers["content-type"]) == (200, "text/html")
+    assert html.text == "<html>502</html>"
+    assert empty.status_code == 200 and empty.content == b""
+    assert no_message.json() == {"choices": [{"index": 0}]}
+    assert (odd.status_code, odd.content, odd.headers["x-proxy"]) == (203, b"\xff\xfe", "1")
 
 
 def test_truncated_reply_has_finish_reason_length(server, client):
