@@ -109,6 +109,7 @@ class DreamEnv(gym.Env[str, str]):
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
     | ``max_text_length`` | ``16384`` | the longest observation and action (a longer predicted state is an error) |
     | ``state_mode`` | ``"text"`` | ``"structured"``: the model answers the domain's abstract state |
+    | ``**model_settings`` | | settings of the model the env builds when none is passed, e.g. ``timeout_s``, ``deadline_s``, ``base_url``, ``model`` (see ``default_experience_model``) |
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
 
     ## Version History
@@ -130,6 +131,7 @@ class DreamEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
         state_mode: StateMode = "text",
         reward_mode: RewardSource = "model",
+        **model_settings: Any,
     ) -> None:
         self.domain = get_domain(domain)
         if state_mode not in ("text", "structured"):
@@ -148,10 +150,7 @@ class DreamEnv(gym.Env[str, str]):
         self.reward_mode: RewardSource = reward_mode
         # A model the env chose itself is the env's to close; a passed one may be shared.
         self._owns_model = experience_model is None
-        if experience_model is None:
-            from dreamgym_env.experience.selection import default_experience_model
-
-            experience_model = default_experience_model()
+        experience_model = resolve_experience_model(experience_model, model_settings)
         if max_steps is not None and max_steps < 1:
             raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
         if history_len < 0:
@@ -407,3 +406,17 @@ def _remove(hooks: list[Any], hook: Any) -> None:
         if known is hook:
             del hooks[i]
             return
+
+
+def resolve_experience_model(model: ExperienceModel | None, settings: dict[str, Any]) -> ExperienceModel:
+    """The passed model, or the default one built with ``settings`` (``gym.make(id, timeout_s=5)``)."""
+    if model is not None:
+        if settings:
+            raise ConfigurationError(
+                f"{sorted(settings)} configure the model an env builds itself; pass them to your "
+                "experience model instead, or pass no experience_model"
+            )
+        return model
+    from dreamgym_env.experience.selection import default_experience_model
+
+    return default_experience_model(**settings)

@@ -19,6 +19,7 @@ from dreamgym_env.envs.synthetic import (
     ReadyStep,
     RewardSource,
     StateMode,
+    resolve_experience_model,
 )
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
@@ -64,15 +65,13 @@ class DreamVectorEnv(VectorEnv):
         render_mode: str | None = None,
         state_mode: StateMode = "text",
         reward_mode: RewardSource = "model",
+        **model_settings: Any,
     ) -> None:
         if num_envs < 1:
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
         domain = get_domain(domain)
         self._owns_model = experience_model is None
-        if experience_model is None:
-            from dreamgym_env.experience.selection import default_experience_model
-
-            experience_model = default_experience_model()
+        experience_model = resolve_experience_model(experience_model, model_settings)
         self.experience_model = experience_model
         self.num_envs = num_envs
         self.render_mode = render_mode

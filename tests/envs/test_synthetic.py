@@ -173,3 +173,23 @@ def test_env_closes_only_the_model_it_chose(monkeypatch, scripted_model):
     monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda: scripted_model)
     DreamEnv("webshop").close()
     assert closed == [scripted_model]
+
+
+def test_gym_make_passes_model_settings_to_the_model_it_builds(monkeypatch):
+    monkeypatch.setenv("DREAMGYM_BASE_URL", "http://127.0.0.1:9/v1")
+    env = gym.make("DreamGym/WebShop-v0", timeout_s=5, deadline_s=7)
+    try:
+        config = env.unwrapped.experience_model.config
+        assert (config.timeout_s, config.deadline_s) == (5, 7)
+    finally:
+        env.close()
+    envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=2, timeout_s=3)
+    try:
+        assert envs.unwrapped.experience_model.config.timeout_s == 3
+    finally:
+        envs.close()
+
+
+def test_model_settings_with_a_passed_model_are_refused(scripted_model):
+    with pytest.raises(ConfigurationError, match="configure the model an env builds itself"):
+        DreamEnv("webshop", scripted_model, timeout_s=5)
