@@ -43,8 +43,9 @@ from rich.text import Text
 from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.rollouts import collect_trajectories, stop_reason
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
+from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import default_domain, get_domain
-from dreamgym_env.envs.synthetic import DreamEnv, StateMode
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, StateMode
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
@@ -299,7 +300,10 @@ def run_demo(
     replay_transitions = 0
     try:
         load_s = _load(model_obj, console)
-        env = DreamEnv(pack, model_obj, max_steps=max_steps, state_mode=mode)
+        # The oracle answers a reference env that cannot be restored by replaying whole episodes.
+        replays = isinstance(model_obj, OracleExperienceModel) and not model_obj.restorable
+        history_len = max_steps if replays else DEFAULT_HISTORY_LEN
+        env = DreamEnv(pack, model_obj, max_steps=max_steps, state_mode=mode, history_len=history_len)
         console.print(f"{pack.name}: {mode} states, {episodes} episode(s) of at most {max_steps} steps")
         if replay:
             started_grounding = time.perf_counter()

@@ -126,15 +126,24 @@ class OracleExperienceModel(ExperienceModel):
     ) -> Transition:
         env: Any = self.env.unwrapped
         state = request.state if state is None else state
+        ended = False
         try:
             if self.restorable:
                 env.restore(task, self._text(request, state))
             else:
-                self._replay(env, task, request)
+                ended = self._replay(env, task, request)
         except (ConfigurationError, ValueError) as exc:
             raise ExperienceModelError(
                 f"the reference env cannot answer this request: {exc}", backend="oracle"
             ) from exc
+        if ended:  # an earlier corrupted answer let the episode go on past its real end
+            self.stats["replay_ended"] += 1
+            return Transition(
+                reasoning="oracle: the reference episode ended at an earlier step of this history",
+                next_state=state,
+                reward=0.0,
+                terminated=True,
+            )
         observation, reward, terminated, _, info = env.step(action)
         structured = request.state_schema is not None and info.get("action_valid", True)
         return Transition(
@@ -160,7 +169,8 @@ class OracleExperienceModel(ExperienceModel):
             return request.task.initial_state
         return self.domain.initial_abstract_state(request.task).model_dump_json()
 
-    def _replay(self, env: gym.Env, task: Task, request: ExperienceRequest) -> None:
+    def _replay(self, env: gym.Env, task: Task, request: ExperienceRequest) -> bool:
+        """Replay the request's history from the task's start; True when it ended the episode."""
         start = request.history[0].state if request.history else request.state
         if self._text(request, start) != self._text(request, self._start(request)):
             raise ConfigurationError(
@@ -169,7 +179,10 @@ class OracleExperienceModel(ExperienceModel):
             )
         env.reset(options={"task": task})
         for step in request.history:
-            env.step(step.action)
+            _, _, terminated, truncated, _ = env.step(step.action)
+            if terminated or truncated:
+                return True
+        return False
 
     # -- corruption --------------------------------------------------------------------------
     def _corrupted(self, kind: Corruption, request: ExperienceRequest, digest: bytes) -> Transition | None:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
@@ -330,22 +330,23 @@ def score_paid_at_end(domain: str | Domain, *, episodes: int = SCORE_PROBE_EPISO
     d = get_domain(domain)
     if "score" not in d.reward_modes:
         return False
-    try:
-        policy = d.expert_policy()
-    except ConfigurationError:
-        policy = None
     env = d.make_reference_env(split="train", max_steps=d.max_episode_steps, reward="score")
     rng = np.random.default_rng(0)
     try:
         for i, task in enumerate(list(d.tasks("train"))[:episodes]):
+            policy = _expert_or_none(d)  # a fresh expert per episode (experts may plan per episode)
             observation, info = env.reset(seed=i, options={"task": task})
             done = False
             while not done:
                 if policy is not None:
                     action = policy(observation, info)
                 else:
-                    admissible = info.get("admissible_actions") or [""]
-                    action = admissible[int(rng.integers(len(admissible)))]
+                    candidates = [
+                        concrete
+                        for a in info.get("admissible_actions") or []
+                        for concrete in (d.fill_slots(a, task, observation) if ACTION_SLOT.search(a) else [a])
+                    ] or [""]
+                    action = candidates[int(rng.integers(len(candidates)))]
                 observation, reward, terminated, truncated, info = env.step(action)
                 done = terminated or truncated
                 if not done and float(reward) != 0.0:
@@ -353,6 +354,13 @@ def score_paid_at_end(domain: str | Domain, *, episodes: int = SCORE_PROBE_EPISO
     finally:
         env.close()
     return True
+
+
+def _expert_or_none(domain: Domain) -> Any:
+    try:
+        return domain.expert_policy()
+    except ConfigurationError:
+        return None
 
 
 def test_tasks(config: Sim2RealConfig) -> list[Task]:
