@@ -1,6 +1,7 @@
 """Seconds per transition of the embedded local model: text and structured mode, single and batched.
 
-Usage: python benchmarks/local_model.py [--episodes 2] [--steps 2] [--batch 4] [--preset qwen-0.5b]
+Usage: python benchmarks/local_model.py [--episodes 2] [--steps 2] [--batch 4]
+       [--configs text4,structured4,structured0] [--preset qwen-0.5b]
 
 Plays expert episodes of the WebShop reference env (test split) and asks the local model for
 their first ``--steps`` steps, from the real states, grounded as in the demo: 4 demonstrations
@@ -18,7 +19,8 @@ cache. Columns: seconds per transition (wall time / transitions; for a batch, it
 shared among its transitions), aggregate transitions per second, each request's own latency,
 and per request the prompt tokens sent, those evaluated (sent minus those reused from the KV
 cache) and the completion tokens. The load average matters: llama.cpp's threads slow down
-sharply when other jobs share the cores.
+sharply when other jobs share the cores. ``calls`` is the mean number of model calls a
+transition took (above 1: answers re-asked); tokens and latency add up over them.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Row:
     sent: list[int]
     evaluated: list[int]
     completion: list[int]
+    attempts: list[int]
     load: float
 
     @classmethod
@@ -65,6 +68,7 @@ class Row:
             [u.prompt_tokens for u in usages],
             [u.prompt_tokens - u.cached_prompt_tokens for u in usages],
             [u.completion_tokens for u in usages],
+            [u.attempts for u in usages],
             load,
         )
 
@@ -73,13 +77,13 @@ class Row:
             f"{self.config:28} {self.batching:7} {self.transitions:3d} {self.wall_s / self.transitions:9.1f} "
             f"{self.transitions / self.wall_s:8.3f} {statistics.fmean(self.latencies):8.1f} "
             f"{statistics.fmean(self.sent):6.0f} {statistics.fmean(self.evaluated):6.0f} "
-            f"{statistics.fmean(self.completion):6.0f} {self.load:5.1f}"
+            f"{statistics.fmean(self.completion):6.0f} {statistics.fmean(self.attempts):5.2f} {self.load:5.1f}"
         )
 
 
 HEADER = (
     f"{'configuration':28} {'batch':7} {'n':>3} {'s/trans':>9} {'trans/s':>8} {'latency':>8} "
-    f"{'sent':>6} {'evald':>6} {'output':>6} {'load':>5}"
+    f"{'sent':>6} {'evald':>6} {'output':>6} {'calls':>5} {'load':>5}"
 )
 
 
@@ -152,17 +156,29 @@ def main() -> None:
     )
     parser.add_argument("--steps", type=int, default=2, help="first steps of each episode to predict")
     parser.add_argument(
+        "--baseline-s",
+        type=float,
+        default=23.6,
+        help="seconds per transition to compare with (text, 4 demos, before KV reuse and slots)",
+    )
+    parser.add_argument(
+        "--configs",
+        default="text4,structured4,structured0",
+        help="comma-separated: text4 (text, 4 demos), structured4, structured0 (structured, no demos)",
+    )
+    parser.add_argument(
         "--preset", default=None, help="model preset (default: DREAMGYM_LOCAL_MODEL_PRESET or qwen-0.5b)"
     )
     args = parser.parse_args()
 
     webshop, structured = get_domain("webshop"), structured_domain()
     count = args.episodes + args.batch
-    configs: list[tuple[str, Domain, StateMode, int]] = [
-        (f"{webshop.name} text, 4 demos", webshop, "text", 4),
-        (f"{structured.name} structured, 4 demos", structured, "structured", 4),
-        (f"{structured.name} structured, 0 demos", structured, "structured", 0),
-    ]
+    known: dict[str, tuple[str, Domain, StateMode, int]] = {
+        "text4": (f"{webshop.name} text, 4 demos", webshop, "text", 4),
+        "structured4": (f"{structured.name} structured, 4 demos", structured, "structured", 4),
+        "structured0": (f"{structured.name} structured, 0 demos", structured, "structured", 0),
+    }
+    configs = [known[name.strip()] for name in args.configs.split(",")]
     model = LocalExperienceModel(preset=args.preset, n_parallel=args.batch)
     started = time.perf_counter()
     model.load()
@@ -185,11 +201,12 @@ def main() -> None:
     finally:
         model.close()
     print(f"run {time.perf_counter() - run_started:.0f} s, load average at the end {os.getloadavg()[0]:.1f}")
-    text_single = rows[0].wall_s / rows[0].transitions
-    for row in rows[2:]:
+    first = rows[0].wall_s / rows[0].transitions
+    for row in rows:
+        per = row.wall_s / row.transitions
         print(
-            f"{row.config} {row.batching}: {text_single / (row.wall_s / row.transitions):.1f}x faster per "
-            "transition than text with 4 demos, single"
+            f"{row.config}, {row.batching}: {first / per:.2f}x the speed per transition of "
+            f"{rows[0].config}, single; {args.baseline_s / per:.2f}x the {args.baseline_s} s baseline"
         )
     for single, batched in zip(rows[0::2], rows[1::2], strict=True):
         print(

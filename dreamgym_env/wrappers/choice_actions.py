@@ -16,8 +16,9 @@ from dreamgym_env.types import Task
 DEFAULT_MAX_ACTIONS = 32
 INVALID_CHOICE = ""
 """What an index past the candidates sends to the env: an invalid action (failure feedback)."""
-Fill = Callable[[str, dict[str, Any]], Sequence[str]]
-"""Turns an admissible action with a placeholder into concrete actions, given the step's info."""
+Fill = Callable[[str, dict[str, Any], str], Sequence[str]]
+"""Turns an admissible action with a free slot into concrete actions, given the step's info and
+observation: ``fill(action, info, observation)``."""
 
 
 def instruction_of(info: dict[str, Any]) -> str:
@@ -36,14 +37,14 @@ def slot_filler(domain: Domain | None) -> Fill:
     """Fill free slots the domain's way (:meth:`Domain.fill_slots`); without a domain, with the instruction."""
     fill_slots = domain.fill_slots if domain is not None else fill_with_instruction
 
-    def fill(action: str, info: dict[str, Any]) -> list[str]:
+    def fill(action: str, info: dict[str, Any], observation: str) -> list[str]:
         task = info.get("task")
-        return fill_slots(action, task if isinstance(task, Task) else None)
+        return fill_slots(action, task if isinstance(task, Task) else None, observation)
 
     return fill
 
 
-def candidate_actions(info: dict[str, Any], max_actions: int, fill: Fill) -> list[str]:
+def candidate_actions(info: dict[str, Any], max_actions: int, fill: Fill, observation: str = "") -> list[str]:
     """The concrete candidate actions of a step: admissible actions, placeholders filled, at most K."""
     admissible = info.get("admissible_actions")
     if admissible is None:
@@ -52,7 +53,7 @@ def candidate_actions(info: dict[str, Any], max_actions: int, fill: Fill) -> lis
         )
     out: list[str] = []
     for action in admissible:
-        for concrete in fill(action, info) if ACTION_SLOT.search(action) else (action,):
+        for concrete in fill(action, info, observation) if ACTION_SLOT.search(action) else (action,):
             if concrete not in out:
                 out.append(concrete)
     return out[:max_actions]
@@ -96,15 +97,15 @@ class ChoiceActions(gym.Wrapper):
         self.action_space = spaces.Discrete(max_actions)
         self.candidates: list[str] = []
 
-    def _update(self, info: dict[str, Any]) -> dict[str, Any]:
-        self.candidates = candidate_actions(info, self.max_actions, self.fill)
+    def _update(self, observation: Any, info: dict[str, Any]) -> dict[str, Any]:
+        self.candidates = candidate_actions(info, self.max_actions, self.fill, str(observation))
         return {**info, "action_candidates": list(self.candidates)}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        return observation, self._update(info)
+        return observation, self._update(observation, info)
 
     def action(self, index: Any) -> str:
         """The action text that index ``index`` takes now."""
@@ -114,7 +115,13 @@ class ChoiceActions(gym.Wrapper):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         text = self.action(action)
         observation, reward, terminated, truncated, info = self.env.step(text)
-        return observation, reward, terminated, truncated, {**self._update(info), "action_text": text}
+        return (
+            observation,
+            reward,
+            terminated,
+            truncated,
+            {**self._update(observation, info), "action_text": text},
+        )
 
     def action_masks(self) -> np.ndarray:
         """``(max_actions,)`` booleans: True for the indices that are candidates now."""

@@ -222,7 +222,7 @@ class EmbedObservation(gym.Wrapper):
         k = self.max_actions
         candidates = info.get("action_candidates")
         if candidates is None:
-            candidates = candidate_actions(info, k, self._fill)
+            candidates = candidate_actions(info, k, self._fill, observation)
         candidates = list(candidates)[:k]
         instruction = instruction_of(info)
         stopwords = self.domain_features.stopwords

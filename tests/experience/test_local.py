@@ -426,9 +426,12 @@ def test_real_local_model_answers_one_webshop_transition_as_schema_json(request_
     model = LocalExperienceModel(runtime_factory=Recording, max_output_reasks=0)
     try:
         transition = model.predict_one(request_)
+        data = json.loads(outputs[-1])
+        # The next request shares the system prompt and the page: its prefix comes from the KV cache.
+        again = model.predict_one(request_.model_copy(update={"action": "search[blue shirt]"}))
     finally:
         model.close()
-    data = json.loads(outputs[-1])
+    assert 0 < again.usage.cached_prompt_tokens < again.usage.prompt_tokens
     properties = TRANSITION_SCHEMA["properties"]
     assert set(data) == set(TRANSITION_SCHEMA["required"])
     assert (

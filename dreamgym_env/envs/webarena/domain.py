@@ -8,7 +8,15 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
+from dreamgym_env.envs.domain import (
+    ACTION_SLOT,
+    ActionError,
+    Domain,
+    DomainPrompt,
+    ParsedAction,
+    Policy,
+    Split,
+)
 from dreamgym_env.envs.webarena.grammar import parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import WebArenaState, parse_state, render
@@ -19,6 +27,63 @@ if TYPE_CHECKING:
     from dreamgym_env.envs.webarena.expert import WebArenaExpert
     from dreamgym_env.envs.webarena.reference_env import WebArenaRefEnv
     from dreamgym_env.envs.webarena.task_variations import WebArenaTaskVariations
+
+MAX_FILLS = 8
+"""Candidates one free slot gives at most (an RL adapter's action set stays small)."""
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+_FROM_TO = re.compile(r"\bfrom (.+?) to (.+?)[?.]?$")
+_PATH = re.compile(r"\b[\w.-]+/[\w.-]+\b")
+_ORDER = re.compile(r"#(\d+)")
+_PRICE = re.compile(r"\$(\d+(?:\.\d+)?)")
+_MEMBER = re.compile(r"\bAdd (\S+) as an? (\w+)")
+_NAME = re.compile(r"\b[A-Z][\w'-]*(?: [A-Z][\w'-]*)+")
+_STATIC = re.compile(r"^\s*\[\d+\] StaticText '(.*)'\s*$")
+_AMOUNT = re.compile(r"^\$?([\d,]+(?:\.\d+)?)$")
+MAX_ANSWER_CHARS = 60
+MAX_ANSWERS = 16
+"""Answer candidates ``stop [<answer>]`` gives at most."""
+_NUMBERS = re.compile(r"\d+(?:[.:]\d+)?")
+
+
+def instruction_phrases(instruction: str) -> list[str]:
+    """The phrases of an instruction worth typing into a field, in a stable order, at most :data:`MAX_FILLS`."""
+    found: list[str] = [a or b for a, b in _QUOTED.findall(instruction)]
+    route = _FROM_TO.search(instruction.rstrip())
+    if route is not None:
+        found += [route.group(1), route.group(2)]
+    found += _PATH.findall(instruction) + _ORDER.findall(instruction) + _PRICE.findall(instruction)
+    unquoted = _QUOTED.sub(" ", instruction)
+    for name in _NAME.findall(unquoted):
+        words = name.split()
+        words = words[1:] if words[0] in _SENTENCE_STARTS else words  # "Buy Bluebird Natural Notebook"
+        if words:
+            found.append(" ".join(words))
+    member = _MEMBER.search(unquoted)
+    if member is not None:  # "Add mrdoob as a Developer of ..."
+        found += [member.group(1), member.group(2)]
+    last = unquoted.rstrip(" .?").rsplit(" to ", 1)
+    if len(last) == 2 and len(last[1].split()) <= 2:  # "Change the status ... to Processing."
+        found.append(last[1])
+    return list(dict.fromkeys(p.strip() for p in found if p.strip()))[:MAX_FILLS]
+
+
+_SENTENCE_STARTS = frozenset({"What", "How", "Who", "Add", "Buy", "Change", "Update", "Post", "Create", "Close"})
+
+
+def page_values(observation: str) -> list[str]:
+    """Short values the page shows (static texts, without their labels, their numbers and last words), at most :data:`MAX_ANSWERS`."""
+    values: list[str] = []
+    for line in observation.split("\n"):
+        match = _STATIC.match(line)
+        if match is None or not match.group(1).strip() or len(match.group(1)) > MAX_ANSWER_CHARS:
+            continue
+        text = match.group(1).strip()
+        value = text.split(": ", 1)[1].strip() if ": " in text else text
+        amount = _AMOUNT.match(value)
+        values += [value, amount.group(1).replace(",", "")] if amount else [value]
+        values += _NUMBERS.findall(value) + value.split()[-1:]  # "5 Reviews", "Posted by quietstorm"
+    return list(dict.fromkeys(values))[:MAX_ANSWERS]
+
 
 CLICKABLE = frozenset({"link", "button", "combobox", "option", "checkbox"})
 TYPABLE = frozenset({"textbox", "searchbox"})
@@ -114,6 +179,23 @@ class WebArenaDomain(Domain):
             elif role in TYPABLE:
                 actions.append(f"type [{element_id}] [<text>]")
         return [*actions, "go_back", "stop [<answer>]"]
+
+    def fill_slots(self, action: str, task: Task | None, observation: str = "") -> list[str]:
+        """Typing takes phrases the instruction names; ``stop`` takes values the page shows.
+
+        ``<text>``: the instruction's quoted phrases, the places of "from A to B", project paths,
+        order numbers, prices and capitalised names (a product, a customer), at most
+        :data:`MAX_FILLS`, each typed with Enter and without (``[0]``). ``<answer>``: the page's short static texts, each also without its
+        label ("Price: $20.35" gives "$20.35" and "20.35"), their numbers and last words, at most
+        :data:`MAX_ANSWERS`.
+        """
+        if "<answer>" in action:
+            return [ACTION_SLOT.sub(lambda _, v=value: v, action) for value in page_values(observation)]
+        if "<text>" not in action or task is None:
+            return []
+        filled = [ACTION_SLOT.sub(lambda _, v=value: v, action) for value in instruction_phrases(task.instruction)]
+        # typing then pressing Enter (a search), or only typing (a form with more fields)
+        return [form for text in filled for form in (text, f"{text} [0]")]
 
     def validate_action(self, action: ParsedAction, state: str) -> ActionError | None:
         """An action naming an element id that is not on the page (or typing into a non-text one) is invalid."""
