@@ -36,7 +36,7 @@ TRANSITION_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 """The text-mode wire format every backend asks for: reasoning first, so the model thinks before it answers."""
-STRUCTURED_REASONING_CHARS = 400
+STRUCTURED_REASONING_CHARS = 240
 """Reasoning is capped shorter in structured mode: the state itself is small, and every token
 of a 2-core CPU costs about 50 ms."""
 

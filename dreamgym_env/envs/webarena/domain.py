@@ -67,7 +67,14 @@ def instruction_phrases(instruction: str) -> list[str]:
     return list(dict.fromkeys(p.strip() for p in found if p.strip()))[:MAX_FILLS]
 
 
-_SENTENCE_STARTS = frozenset({"What", "How", "Who", "Add", "Buy", "Change", "Update", "Post", "Create", "Close"})
+_SENTENCE_STARTS = frozenset(
+    {"What", "How", "Who", "Add", "Buy", "Change", "Update", "Post", "Create", "Close"}
+)
+
+
+def _filled(action: str, value: str) -> str:
+    """``action`` with its free slot replaced by ``value`` (taken literally, not as a regex template)."""
+    return ACTION_SLOT.sub(lambda _: value, action)
 
 
 def page_values(observation: str) -> list[str]:
@@ -88,7 +95,10 @@ def page_values(observation: str) -> list[str]:
 CLICKABLE = frozenset({"link", "button", "combobox", "option", "checkbox"})
 TYPABLE = frozenset({"textbox", "searchbox"})
 SITE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("shopping_admin", ("admin", "order status", "customer", "bestsell", "best selling", "best-selling", "sales report")),
+    (
+        "shopping_admin",
+        ("admin", "order status", "customer", "bestsell", "best selling", "best-selling", "sales report"),
+    ),
     ("reddit", ("forum", "reddit", "post ", "comment", "upvote", "downvote", "subscribe", "/f/")),
     ("gitlab", ("gitlab", "project", "issue", "merge request", "repository", "repo ")),
     ("map", ("drive", "walk", "bike", "route", "direction", "distance", " map", "address of")),
@@ -142,11 +152,16 @@ class WebArenaDomain(Domain):
         site = next((s for s, words in SITE_WORDS if any(w in folded for w in words)), None)
         if site is None:
             raise ConfigurationError(
-                f"cannot tell which WebArena site the instruction is about: {instruction[:120]!r}")
+                f"cannot tell which WebArena site the instruction is about: {instruction[:120]!r}"
+            )
         digest = hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:10]
-        return Task(id=f"webarena-free-{digest}", domain=self.name, instruction=instruction,
-                    initial_state=start_page(site),
-                    metadata={"site": site, "start_url": World(load_data()).home(site)})
+        return Task(
+            id=f"webarena-free-{digest}",
+            domain=self.name,
+            instruction=instruction,
+            initial_state=start_page(site),
+            metadata={"site": site, "start_url": World(load_data()).home(site)},
+        )
 
     def make_reference_env(self, **kwargs: Any) -> WebArenaRefEnv:
         """The programmatic sites (see :class:`~dreamgym_env.envs.webarena.reference_env.WebArenaRefEnv`)."""
@@ -190,10 +205,10 @@ class WebArenaDomain(Domain):
         :data:`MAX_ANSWERS`.
         """
         if "<answer>" in action:
-            return [ACTION_SLOT.sub(lambda _, v=value: v, action) for value in page_values(observation)]
+            return [_filled(action, value) for value in page_values(observation)]
         if "<text>" not in action or task is None:
             return []
-        filled = [ACTION_SLOT.sub(lambda _, v=value: v, action) for value in instruction_phrases(task.instruction)]
+        filled = [_filled(action, value) for value in instruction_phrases(task.instruction)]
         # typing then pressing Enter (a search), or only typing (a form with more fields)
         return [form for text in filled for form in (text, f"{text} [0]")]
 
