@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+
+import numpy as np
 
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.types import Task
@@ -41,3 +43,35 @@ def check_reference_arguments(
         raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
     if render_mode is not None and render_mode not in render_modes:
         raise ConfigurationError(f"render_mode must be one of {list(render_modes)}")
+
+
+def resolve_reference_task(
+    spec: object,
+    tasks: Sequence[Task],
+    known: Mapping[str, Task],
+    rng: np.random.Generator,
+    *,
+    needs: str,
+) -> Task:
+    """A reference env's task from ``options["task"]``: a Task, a task id, or ``None`` (drawn with ``rng``).
+
+    ``known`` holds the ids the env can look up; ``needs`` says what a reference task carries
+    that a free instruction lacks (e.g. "a goal"), for the error. The caller checks a passed
+    ``Task`` further against its own world.
+    """
+    if spec is None:
+        if not tasks:
+            raise ConfigurationError("this env has no tasks to draw from")
+        return tasks[int(rng.integers(len(tasks)))]
+    if isinstance(spec, str):
+        task = known.get(spec)
+        if task is None:
+            if " " in spec.strip():
+                raise ConfigurationError(
+                    f"the reference env needs a task with {needs}; free instructions are for the synthetic env"
+                )
+            raise UnknownNameError("task id", spec, known)
+        return task
+    if not isinstance(spec, Task):
+        raise ConfigurationError(f"options['task'] must be a Task or a task id, got {type(spec).__name__}")
+    return spec

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -14,8 +15,8 @@ from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
@@ -147,23 +148,13 @@ class ALFWorldRefEnv(gym.Env[str, str]):
 
     def resolve_task(self, spec: Task | str | None) -> Task:
         """Turn a Task or task id into a Task; ``None`` draws one of the env's tasks at random."""
-        if spec is None:
-            if not self._tasks:
-                raise ConfigurationError("this env has no tasks to draw from")
-            return self._tasks[int(self.np_random.integers(len(self._tasks)))]
-        if isinstance(spec, str):
-            task = self._by_id.get(spec) or self.task_set.by_id.get(spec)
-            if task is None:
-                if " " in spec.strip():
-                    raise ConfigurationError(
-                        "the reference env needs a task with a goal and a room; free instructions are "
-                        "for the synthetic env"
-                    )
-                raise UnknownNameError("task id", spec, self._by_id)
-            return task
-        if not isinstance(spec, Task):
-            raise ConfigurationError(
-                f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
+        if not isinstance(spec, Task):  # drawn or looked up: one of the env's own tasks
+            return resolve_reference_task(
+                spec,
+                self._tasks,
+                ChainMap(self._by_id, self.task_set.by_id),
+                self.np_random,
+                needs="a goal and a room",
             )
         Goal.of_task(spec)
         world_of(spec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
@@ -9,7 +10,7 @@ import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments
+from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
 from dreamgym_env.envs.webarena.browser import VIEWPORT, ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, check_state, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
@@ -23,7 +24,7 @@ from dreamgym_env.envs.webarena.state import (
 )
 from dreamgym_env.envs.webarena.tasks import load_tasks, tasks_of_sites
 from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, World, load_data
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
@@ -165,8 +166,10 @@ class WebArenaRefEnv(gym.Env[str, str]):
             title=browser.elements()[0].name,
             tabs=[browser.title(tab.url) for tab in browser.tabs],
             active_tab=browser.active,
-            elements=[Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
-                      for e in browser.visible()],
+            elements=[
+                Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
+                for e in browser.visible()
+            ],
             message=self._message,
         )
 
@@ -190,26 +193,21 @@ class WebArenaRefEnv(gym.Env[str, str]):
 
     def resolve_task(self, spec: Task | str | None) -> Task:
         """Turn a Task or task id into a Task with an evaluator; ``None`` draws one at random."""
-        if spec is None:
-            if not self._tasks:
-                raise ConfigurationError("this env has no tasks to draw from")
-            return self._tasks[int(self.np_random.integers(len(self._tasks)))]
-        if isinstance(spec, str):
-            task = self._by_id.get(spec) or self.task_set.by_id.get(spec)
-            if task is None:
-                if " " in spec.strip():
-                    raise ConfigurationError(
-                        "the reference env needs a task with an evaluator; free instructions are for the synthetic env"
-                    )
-                raise UnknownNameError("task id", spec, self._by_id)
-            return task
-        if not isinstance(spec, Task):
-            raise ConfigurationError(f"options['task'] must be a Task or a task id, got {type(spec).__name__}")
+        if not isinstance(spec, Task):  # drawn or looked up: one of the env's own tasks
+            return resolve_reference_task(
+                spec,
+                self._tasks,
+                ChainMap(self._by_id, self.task_set.by_id),
+                self.np_random,
+                needs="an evaluator",
+            )
         if "eval" not in spec.metadata or "site" not in spec.metadata:
             raise ConfigurationError(f"task {spec.id!r} has no evaluator (metadata['eval']) to score it")
         seed = spec.metadata.get("data_seed", DEFAULT_DATA_SEED)
         if seed != self.data.seed:
-            raise ConfigurationError(f"task {spec.id!r} belongs to data seed {seed}, this env has {self.data.seed}")
+            raise ConfigurationError(
+                f"task {spec.id!r} belongs to data seed {seed}, this env has {self.data.seed}"
+            )
         return spec
 
     def restore(self, task: Task, state: str) -> None:
@@ -224,16 +222,26 @@ class WebArenaRefEnv(gym.Env[str, str]):
         task = self.resolve_task((options or {}).get("task"))
         self.task = task
         self.world = World(self.data)
-        self.browser = Browser(self.world, task.metadata.get("start_url") or self.world.home(task.metadata["site"]))
+        self.browser = Browser(
+            self.world, task.metadata.get("start_url") or self.world.home(task.metadata["site"])
+        )
         self.elapsed_steps, self.last_verdict, self._message, self._done = 0, None, "", False
-        info = {"task": task, "task_id": task.id, "source": "real", "admissible_actions": self.admissible_actions()}
+        info = {
+            "task": task,
+            "task_id": task.id,
+            "source": "real",
+            "admissible_actions": self.admissible_actions(),
+        }
         return self.state, info
 
     def step(self, action: str) -> StepResult:
         if self.task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
-        command = parse_command(action) if isinstance(action, str) else ActionError(
-            f"an action must be a string, got {type(action).__name__}")
+        command = (
+            parse_command(action)
+            if isinstance(action, str)
+            else ActionError(f"an action must be a string, got {type(action).__name__}")
+        )
         self.elapsed_steps += 1
         truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
         info: dict[str, Any] = {"task": self.task, "task_id": self.task.id, "source": "real"}
@@ -241,8 +249,13 @@ class WebArenaRefEnv(gym.Env[str, str]):
         if error is not None:
             self._message = f"{ERROR_PREFIX}{error.message}"
             self._done = truncated
-            info.update(action_valid=False, error=error.message, score=0.0, won=False,
-                        admissible_actions=self.admissible_actions())
+            info.update(
+                action_valid=False,
+                error=error.message,
+                score=0.0,
+                won=False,
+                admissible_actions=self.admissible_actions(),
+            )
             return self.state, 0.0, False, truncated, info
         self._message = ""
         spec = self.task.metadata["eval"]

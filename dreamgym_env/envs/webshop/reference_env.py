@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -9,7 +10,7 @@ import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments
+from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
@@ -25,7 +26,7 @@ from dreamgym_env.envs.webshop.pages import (
 )
 from dreamgym_env.envs.webshop.state import WebShopState, state_of_page
 from dreamgym_env.envs.webshop.tasks import load_tasks
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
@@ -164,23 +165,13 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     def resolve_task(self, spec: Task | str | None) -> Task:
         """Turn a Task or task id into a Task of this catalog; ``None`` draws one at random."""
-        if spec is None:
-            if not self._tasks:
-                raise ConfigurationError("this env has no tasks to draw from")
-            return self._tasks[int(self.np_random.integers(len(self._tasks)))]
-        if isinstance(spec, str):
-            task = self._by_id.get(spec) or self.task_set.by_id.get(spec)
-            if task is None:
-                if " " in spec.strip():
-                    raise ConfigurationError(
-                        "the reference env needs a task with a goal to score purchases; free instructions "
-                        "are for the synthetic env"
-                    )
-                raise UnknownNameError("task id", spec, self._by_id)
-            return task
-        if not isinstance(spec, Task):
-            raise ConfigurationError(
-                f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
+        if not isinstance(spec, Task):  # drawn or looked up: one of the env's own tasks
+            return resolve_reference_task(
+                spec,
+                self._tasks,
+                ChainMap(self._by_id, self.task_set.by_id),
+                self.np_random,
+                needs="a goal to score purchases",
             )
         seed = spec.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED)
         size = spec.metadata.get("num_products", DEFAULT_NUM_PRODUCTS)
