@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from rapidfuzz.fuzz import ratio
 
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
@@ -49,7 +49,9 @@ class FidelityReport:
     when there is nothing to divide by); ``always_zero_reward`` / ``always_zero_done``: what
     answering "reward 0, not done" every time would agree on. ``kind_agreement``,
     ``admissible_jaccard`` and ``fields`` (per field of the abstract state) are ``None`` / empty
-    where the domain or the mode has nothing to compare. ``latency_s``, ``prompt_tokens`` and
+    where the domain or the mode has nothing to compare. ``rubric_reward_agreement``: the reward
+    agreement when the domain's rubric scores the predicted state where it can
+    (``reward_mode="rubric"``), structured mode only. ``latency_s``, ``prompt_tokens`` and
     ``completion_tokens`` are means per answered transition.
     """
 
@@ -64,6 +66,7 @@ class FidelityReport:
     reward_recall: float | None = None
     always_zero_reward: float = 0.0
     always_zero_done: float = 0.0
+    rubric_reward_agreement: float | None = None
     kind_agreement: float | None = None
     admissible_jaccard: float | None = None
     fields: dict[str, float] = field(default_factory=dict)
@@ -200,6 +203,8 @@ def measure_fidelity(
     jaccards: list[float] = []
     fields: dict[str, list[float]] = {}
     predicted_wins = true_wins = both_wins = 0
+    rubric_agreements: list[float] = []
+    rubric_used = False
     latency = prompt_tokens = completion_tokens = 0.0
     answered = 0
     for begin in range(0, len(transitions), batch_size):
@@ -243,6 +248,16 @@ def measure_fidelity(
             totals["rewards"] += same_reward
             totals["dones"] += same_done
             totals["accurate"] += same_state and same_reward and same_done
+            if guess_abstract is not None:
+                action = pack.parse_action(reference.request.action)
+                rubric = (
+                    pack.rubric_reward(reference.request.task, guess_abstract, action)
+                    if not isinstance(action, ActionError)
+                    else None
+                )
+                rubric_used = rubric_used or rubric is not None
+                scored = rubric if rubric is not None else predicted.reward
+                rubric_agreements.append(float(abs(scored - truth.reward) <= reward_tolerance))
             guess_actions = views.actions(guess_text, guess_abstract)
             if true_actions is not None:
                 guess_actions = guess_actions or set()
@@ -271,6 +286,7 @@ def measure_fidelity(
         reward_recall=both_wins / true_wins if true_wins else None,
         always_zero_reward=totals["zero_reward"] / n,
         always_zero_done=totals["zero_done"] / n,
+        rubric_reward_agreement=sum(rubric_agreements) / n if rubric_used else None,
         kind_agreement=sum(kinds) / len(kinds) if kinds and pack.state_kind_field else None,
         admissible_jaccard=sum(jaccards) / len(jaccards) if jaccards else None,
         fields={name: sum(values) / len(values) for name, values in fields.items()},

@@ -101,7 +101,9 @@ def test_structured_fidelity_reports_every_field():
     assert all(r.request.state_schema == domain.state_json_schema for r in references)
     perfect = measure_fidelity(OracleExperienceModel(domain), references)
     assert perfect.kind_agreement == perfect.admissible_jaccard == perfect.exact_match == 1.0
-    assert set(perfect.fields) == set(type(domain.initial_abstract_state(references[0].request.task)).model_fields)
+    assert set(perfect.fields) == set(
+        type(domain.initial_abstract_state(references[0].request.task)).model_fields
+    )
     assert all(value == 1.0 for value in perfect.fields.values())
     corrupted = measure_fidelity(OracleExperienceModel(domain, error_rate=0.5, seed=1), references)
     assert corrupted.reward_agreement < 1.0 and min(corrupted.fields.values()) < 1.0
@@ -117,7 +119,9 @@ class FailingModel(ScriptedExperienceModel):
 def test_failed_answers_count_as_invalid_and_wrong():
     domain = get_domain("alfworld")
     env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
-    trajectories = collect_trajectories(env, make_policy("expert", domain), 3, progress=False, state_mode="structured")
+    trajectories = collect_trajectories(
+        env, make_policy("expert", domain), 3, progress=False, state_mode="structured"
+    )
     references = reference_transitions(trajectories, domain)
     takes = sum("take" in r.request.action for r in references)
     model = FailingModel(lambda request: Transition(next_state=request.state))
@@ -125,3 +129,20 @@ def test_failed_answers_count_as_invalid_and_wrong():
     assert 0 < takes < len(references)
     assert report.valid == pytest.approx(1 - takes / len(references))
     assert report.accuracy <= report.valid
+
+
+def test_the_rubric_repairs_flipped_purchase_rewards():
+    domain = get_domain("webshop")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("noisy", domain, seed=0), 30, progress=False, state_mode="structured"
+    )
+    references = reference_transitions(trajectories, domain)
+    report = measure_fidelity(OracleExperienceModel(domain, error_rate=0.3, seed=2), references)
+    # a flipped reward on a true purchase page is undone by scoring the page itself
+    assert (
+        report.rubric_reward_agreement is not None
+        and report.rubric_reward_agreement > report.reward_agreement
+    )
+    text = reference_transitions([t.model_copy(update={"metadata": {}}) for t in trajectories[:3]], domain)
+    assert text[0].request.state_schema is None
