@@ -93,6 +93,12 @@ def episode(
         bool, typer.Option(help="Run the reference env instead of the synthetic one.")
     ] = False,
     seed: Annotated[int, typer.Option(help="Seed of the task draw and the policy.")] = 0,
+    state_mode: Annotated[
+        str | None,
+        typer.Option(
+            help="Synthetic env: 'structured' (the id's default where the domain has a schema) or 'text'."
+        ),
+    ] = None,
 ) -> None:
     """Run one episode and print each step: action, reasoning, next state, reward.
 
@@ -103,7 +109,7 @@ def episode(
     act = make_policy(policy, pack, seed=seed)  # names are checked before the env (and model) load
     env_id = reference_id(pack) if reference else synthetic_id(pack)
     with console.status(f"making {env_id} (a synthetic env chooses and loads its experience model) ..."):
-        env = gym.make(env_id)
+        env = gym.make(env_id, **({"state_mode": state_mode} if state_mode and not reference else {}))
         obs, info = env.reset(seed=seed)
     console.rule(f"{env_id} · task {info['task_id']}")
     console.print(obs, markup=False, highlight=False)

@@ -8,7 +8,8 @@ user's package::
     register_domain(MyDomain())   # DreamGym/MyDomain-v0 and, with a reference env, -Ref-v0
 
 The synthetic id is built with a ``vector_entry_point`` (``gym.make_vec`` gives a
-:class:`~dreamgym_env.envs.vector.DreamVectorEnv`); the reference id exists when the domain
+:class:`~dreamgym_env.envs.vector.DreamVectorEnv`) and ``state_mode="structured"`` where the
+domain has a state schema (``gym.make(id, state_mode="text")`` for pages); the reference id exists when the domain
 overrides :meth:`~dreamgym_env.envs.domain.Domain.make_reference_env`. Gymnasium ids live in one
 process: a subprocess (``AsyncVectorEnv``) re-registers them by importing the pack's module,
 which ``gym.make("my_package:DreamGym/MyDomain-v0")`` does.
@@ -68,7 +69,9 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
         id=ids[0],
         entry_point="dreamgym_env.envs.synthetic:DreamEnv",
         vector_entry_point="dreamgym_env.envs.vector:make_vector_env",
-        kwargs={"domain": name},
+        # Structured where the domain has a state schema: on the embedded model it gives valid
+        # states where text mode gave unusable pages (docs/results.md, "Text vs structured").
+        kwargs={"domain": name, "state_mode": "structured" if domain.state_schema is not None else "text"},
         max_episode_steps=domain.max_episode_steps,
         nondeterministic=True,
     )

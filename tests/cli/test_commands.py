@@ -110,7 +110,9 @@ def _bare_page(request: ExperienceRequest) -> Transition:
 def test_synthetic_episode_stops_when_it_cannot_usefully_go_on(monkeypatch, respond, reason, calls):
     model = ScriptedExperienceModel(respond)
     monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda *a, **k: model)
-    result = runner.invoke(app, ["episode", "--domain", "webshop", "--policy", "expert"])
+    result = runner.invoke(
+        app, ["episode", "--domain", "webshop", "--policy", "expert", "--state-mode", "text"]
+    )
     assert result.exit_code == 0, result.output
     assert f"stopped: {reason}" in result.stdout
     assert model.calls == calls  # the first search; nothing after the stop

@@ -18,7 +18,7 @@ from dreamgym_env.types import ExperienceRequest, Transition
 
 
 def test_make_vec_uses_vector_entry_point(scripted_model):
-    envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=3, experience_model=scripted_model)
+    envs = gym.make_vec("DreamGym/WebShop-v0", state_mode="text", num_envs=3, experience_model=scripted_model)
     assert isinstance(envs.unwrapped, DreamVectorEnv)
     assert all(env.max_steps == 15 for env in envs.unwrapped.envs)
     obs, infos = envs.reset(seed=0)
@@ -73,7 +73,7 @@ def test_vector_requests_reach_server_concurrently():
 
     with ScriptedOpenAIServer(responder=hold_until_all_arrive) as server:
         model = OpenAIExperienceModel(base_url=server.url, model="test", max_concurrency=64)
-        envs = gym.make_vec("DreamGym/WebShop-v0", num_envs=32, experience_model=model)
+        envs = gym.make_vec("DreamGym/WebShop-v0", state_mode="text", num_envs=32, experience_model=model)
         envs.reset(seed=0)
         _, _, _, _, infos = envs.step(["search[shirt]"] * 32)
         assert server.requests_total == 32

@@ -37,7 +37,8 @@ def test_deadline_stops_retries_that_remain(server, endpoint_model, recording_en
     elapsed = time.perf_counter() - started
     assert 0.5 < elapsed < 10  # a loaded machine is slow; the attempt count shows the deadline stopped it
     assert 1 <= caught.value.attempts < MANY.max_attempts
-    assert server.requests_total == caught.value.attempts
+    # the last attempt may be cut by the deadline before the server has read it
+    assert caught.value.attempts - 1 <= server.requests_total <= caught.value.attempts
     recording.assert_nothing_recorded()
 
 

@@ -121,7 +121,7 @@ def test_fill_slots_says_the_password(toy, toy_task):
 
 
 def test_gym_make_and_domain_instance_step_the_scripted_model(toy, toy_model, toy_task):
-    env = gym.make("DreamGym/Toy-v0", experience_model=toy_model)
+    env = gym.make("DreamGym/Toy-v0", state_mode="text", experience_model=toy_model)
     assert env.spec is not None and env.spec.max_episode_steps == 8
     observation, info = env.reset(options={"task": toy_task})
     assert observation == toy_task.initial_state and info["admissible_actions"] == ["MOVE north", "MOVE south"]
@@ -150,7 +150,7 @@ def test_a_free_instruction_becomes_a_task(toy, toy_model):
 
 def test_make_vec_steps_four_envs_in_one_batch(toy, toy_model):
     model = toy_model
-    envs = gym.make_vec("DreamGym/Toy-v0", num_envs=4, experience_model=model)
+    envs = gym.make_vec("DreamGym/Toy-v0", state_mode="text", num_envs=4, experience_model=model)
     assert isinstance(envs.unwrapped, DreamVectorEnv)
     assert all(env.max_steps == 8 and env.domain is toy for env in envs.unwrapped.envs)
     _, infos = envs.reset(seed=0)

@@ -45,7 +45,7 @@ def test_the_endpoint_request_carries_the_toy_rules(toy, server):
     trajectory = expert_episode(toy)
     server.enqueue(*as_replies(trajectory))
     model = endpoint(server)
-    env = gym.make("DreamGym/Toy-v0", experience_model=model)
+    env = gym.make("DreamGym/Toy-v0", state_mode="text", experience_model=model)
     env.reset(options={"task": trajectory.task})
     for step in trajectory.steps:
         observation, reward, terminated, _, info = env.step(step.action)
