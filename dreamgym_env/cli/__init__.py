@@ -7,7 +7,7 @@ a failing model, a damaged file) as one line on stderr and exit code 2 (:mod:`.e
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import gymnasium as gym
 import typer
@@ -109,7 +109,8 @@ def episode(
     act = make_policy(policy, pack, seed=seed)  # names are checked before the env (and model) load
     env_id = reference_id(pack) if reference else synthetic_id(pack)
     with console.status(f"making {env_id} (a synthetic env chooses and loads its experience model) ..."):
-        env = gym.make(env_id, **({"state_mode": state_mode} if state_mode and not reference else {}))
+        make_kwargs: dict[str, Any] = {"state_mode": state_mode} if state_mode and not reference else {}
+        env = gym.make(env_id, **make_kwargs)
         obs, info = env.reset(seed=seed)
     console.rule(f"{env_id} · task {info['task_id']}")
     console.print(obs, markup=False, highlight=False)
