@@ -46,7 +46,7 @@ from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, StateMode
-from dreamgym_env.errors import ConfigurationError, DreamGymError
+from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
@@ -434,7 +434,11 @@ def _play(
                 same_page = (env.observation == ref_state and not reference_done) or _restore(
                     reference, task, env.observation
                 )
-                observation, reward, terminated, truncated, info = env.step(action)
+                try:
+                    observation, reward, terminated, truncated, info = env.step(action)
+                except ExperienceModelError as exc:  # typed, after its re-asks: this episode cannot go on
+                    bar.console.print(Text(f"the model failed this step ({exc}): episode stopped", style="yellow"))
+                    break
                 if reference_done and not same_page:
                     ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True
                 else:

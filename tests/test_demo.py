@@ -9,7 +9,7 @@ from rich.console import Console
 from dreamgym_env.demo import DemoSummary, _act, _build_model, run_demo
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.errors import ConfigurationError, ModelOutputError
 from dreamgym_env.experience import selection
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import ExperienceRequest, Transition
@@ -206,3 +206,12 @@ def test_demo_output_to_a_file_names_its_stages_and_has_no_progress_spam(monkeyp
     assert text.count("· model ") >= 4  # every step line says the seconds its model call took
     assert "synthetic steps" not in text  # the progress bar stays off a file
     assert "LocalExperienceModel(" not in text and "model_file=" not in text
+
+
+def test_a_model_that_fails_a_step_stops_that_episode_not_the_demo():
+    def failing(request: ExperienceRequest) -> Transition:
+        raise ModelOutputError("the model kept answering text that is not a transition")
+
+    summary, text, _ = demo(failing, episodes=2, max_steps=3)
+    assert summary.episodes == 2 and summary.steps == 0
+    assert text.count("the model failed this step") == 2

@@ -225,6 +225,19 @@ def cached_tokens(result: ChatResult) -> int:
     return int(cached or 0)
 
 
+def grammar_schema(schema: Any) -> Any:
+    """``schema`` without its conditional rules (``allOf``/``if``/``then``/``else``), for the grammar.
+
+    llama.cpp builds its decoding grammar from types, properties and limits; conditional rules
+    are kept out of it. The answer is still checked against the whole schema, and re-asked.
+    """
+    if isinstance(schema, dict):
+        return {k: grammar_schema(v) for k, v in schema.items() if k not in ("allOf", "if", "then", "else")}
+    if isinstance(schema, list):
+        return [grammar_schema(v) for v in schema]
+    return schema
+
+
 class _Stopped(Exception):
     """A generation was stopped by its deadline."""
 
@@ -419,7 +432,7 @@ class LocalExperienceModel(ExperienceModel):
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
             "seed": self.settings.seed,
-            "response_format": {"type": "json_object", "schema": schema},
+            "response_format": {"type": "json_object", "schema": grammar_schema(schema)},
         }
         stop = threading.Event()
         try:

@@ -443,3 +443,15 @@ def test_real_local_model_answers_one_webshop_transition_as_schema_json(request_
     )
     assert isinstance(data["reward"], (int, float)) and isinstance(data["done"], bool)
     assert transition.next_state == data["next_state"] and transition.usage.completion_tokens > 0
+
+
+def test_conditional_rules_stay_out_of_the_grammar_but_not_out_of_the_check():
+    from dreamgym_env.experience.local import grammar_schema
+
+    schema = {
+        "type": "object",
+        "allOf": [{"if": {"required": ["a"]}, "then": {"required": ["b"]}}],
+        "properties": {"a": {"type": "string"}, "b": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+    }
+    assert grammar_schema(schema) == {"type": "object", "properties": schema["properties"]}
+    assert "allOf" in schema  # the original, which the answer is checked against, is left as it was

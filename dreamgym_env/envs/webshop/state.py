@@ -123,10 +123,21 @@ class Item(BaseModel):
     )
 
 
+def _state_schema(schema: dict[str, Any]) -> None:
+    """No field titles, and the item-page rule in the schema itself, so a validator re-asks for it."""
+    _drop_titles(schema)
+    schema["allOf"] = [
+        {
+            "if": {"properties": {"kind": {"enum": sorted(ITEM_KINDS)}}, "required": ["kind"]},
+            "then": {"required": ["item"], "properties": {"item": {"type": "object"}}},
+        }
+    ]
+
+
 class WebShopState(BaseModel):
     """The content of one WebShop page; the page text is rendered from it."""
 
-    model_config = _FROZEN
+    model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_state_schema)
 
     kind: PageKind = Field(description="which page is shown")
     instruction: str = Field(description="the task's instruction, shown on every page", max_length=1000)

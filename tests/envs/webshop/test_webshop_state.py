@@ -353,3 +353,21 @@ def test_rubric_agrees_with_won_on_random_purchases():
     assert len(bought) >= 250 and 0 < wins < len(bought)
     assert agree / len(bought) >= 0.99
     assert all(env_score == state_score for _, _, env_score, state_score in bought)
+
+
+def test_an_item_page_without_its_item_fails_the_json_schema_so_the_backend_reasks():
+    import json
+
+    from dreamgym_env.envs.registry import get_domain
+    from dreamgym_env.experience.parsing import OutputParseError, parse_transition
+
+    domain = get_domain("webshop")
+    task = domain.tasks("test")[0]
+    answer = {
+        "reasoning": "x",
+        "next_state": {"kind": "item", "instruction": task.instruction},
+        "reward": 0,
+        "done": False,
+    }
+    with pytest.raises(OutputParseError, match="'item' is a required property"):
+        parse_transition(json.dumps(answer), None, domain.state_json_schema)
