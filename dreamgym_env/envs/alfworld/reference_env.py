@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import ChainMap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
 
@@ -19,9 +19,6 @@ from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_refere
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
-
-if TYPE_CHECKING:
-    pass
 
 RewardMode = Literal["outcome", "score"]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
