@@ -8,12 +8,17 @@ reward and episode-end agreement (with precision and recall of reward 1 beside t
 answers and, where the domain has them, the agreement of the state's kind, of the admissible
 actions (Jaccard) and, in structured mode, of every field of the abstract state. The paper
 bounds the real-vs-synthetic gap by exactly these reward and transition errors.
+
+:func:`score_transitions` keeps the comparison of each transition (:class:`TransitionScore`);
+:func:`summarize` turns any subset of them into a report, :func:`fidelity_by_action` one report
+per action type (the verb of the domain's action grammar).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -44,12 +49,14 @@ class FidelityReport:
     """Shares over ``n`` transitions; a failed answer counts as wrong on every measure.
 
     ``similarity``: the mean normalised rapidfuzz ratio (0-1) of the text the agent would see.
-    ``valid``: answers that came back as a state of the domain (the rest failed or did not parse).
+    ``valid``: answers that came back as a state of the domain (the rest failed or did not parse);
+    ``invalid_output``: requests the model gave no answer for (its output was not a transition).
     ``reward_precision`` / ``reward_recall``: of predicted reward 1 against true reward 1 (``None``
     when there is nothing to divide by); ``always_zero_reward`` / ``always_zero_done``: what
     answering "reward 0, not done" every time would agree on. ``kind_agreement``,
-    ``admissible_jaccard`` and ``fields`` (per field of the abstract state) are ``None`` / empty
-    where the domain or the mode has nothing to compare. ``rubric_reward_agreement``: the reward
+    ``admissible_jaccard``, ``fields`` (exact agreement per field of the abstract state) and
+    ``field_similarity`` (rapidfuzz ratio of each field's JSON) are ``None`` / empty where the
+    domain or the mode has nothing to compare. ``rubric_reward_agreement``: the reward
     agreement when the domain's rubric scores the predicted state where it can
     (``reward_mode="rubric"``), structured mode only. ``latency_s``, ``prompt_tokens`` and
     ``completion_tokens`` are means per answered transition.
@@ -70,6 +77,8 @@ class FidelityReport:
     kind_agreement: float | None = None
     admissible_jaccard: float | None = None
     fields: dict[str, float] = field(default_factory=dict)
+    field_similarity: dict[str, float] = field(default_factory=dict)
+    invalid_output: float = 0.0
     latency_s: float = 0.0
     prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
@@ -80,7 +89,7 @@ class FidelityReport:
     def __str__(self) -> str:
         rows = []
         for name, value in self.to_dict().items():
-            if name in ("n", "fields") or value is None:
+            if name in ("n", "fields", "field_similarity") or value is None:
                 continue
             rows.append(f"{name:<19} {value:.3f}")
         rows += [f"field {name:<13} {value:.3f}" for name, value in self.fields.items()]
@@ -131,18 +140,65 @@ def reference_transitions(
     return out
 
 
-def _answers(model: ExperienceModel, batch: Sequence[ReferenceTransition]) -> list[Transition | None]:
-    """The model's answers; where the batch fails, each request alone, a failure as ``None``."""
+def action_type(domain: Domain, action: str) -> str:
+    """The verb of ``action`` in ``domain``'s grammar (``search``, ``go``, ...); ``"invalid"`` if it has none."""
+    parsed = domain.parse_action(action)
+    return "invalid" if isinstance(parsed, ActionError) else parsed.verb
+
+
+@dataclass(frozen=True)
+class TransitionScore:
+    """How the model's answer to one reference transition compares with the truth.
+
+    ``true_text`` / ``predicted_text``: the next states as the agent would see them (abstract
+    states rendered); ``predicted`` is ``None`` when the model gave no answer (``error`` says
+    why). ``valid``: the answer is a state of the domain; the comparisons are ``False`` / 0 and
+    ``fields`` 0 where it is not. ``rubric_agrees`` is ``None`` where no abstract state was
+    predicted; ``rubric_scored`` says whether the domain's rubric (not the model) gave the reward.
+    ``kind_agrees`` and ``jaccard`` are ``None`` where the domain has nothing to compare.
+    """
+
+    reference: ReferenceTransition
+    action_type: str
+    true_text: str
+    true_win: bool
+    true_zero_reward: bool
+    predicted: Transition | None = None
+    error: str | None = None
+    predicted_text: str | None = None
+    valid: bool = False
+    exact: bool = False
+    similarity: float = 0.0
+    reward_agrees: bool = False
+    done_agrees: bool = False
+    predicted_win: bool = False
+    rubric_agrees: bool | None = None
+    rubric_scored: bool = False
+    kind_agrees: bool | None = None
+    jaccard: float | None = None
+    fields: dict[str, float] = field(default_factory=dict)
+    field_similarity: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def accurate(self) -> bool:
+        """Next state, reward and episode end all right."""
+        return self.exact and self.reward_agrees and self.done_agrees
+
+
+def _answers(
+    model: ExperienceModel, batch: Sequence[ReferenceTransition]
+) -> list[Transition | ExperienceModelError]:
+    """The model's answers; where the batch fails, each request alone, a failure as its error."""
     requests = [t.request for t in batch]
     try:
         return list(model.predict_sync(requests))
     except ExperienceModelError:
-        answers: list[Transition | None] = []
+        answers: list[Transition | ExperienceModelError] = []
         for request in requests:
             try:
                 answers.append(model.predict_one(request))
-            except ExperienceModelError:
-                answers.append(None)
+            except ExperienceModelError as exc:
+                answers.append(exc)
         return answers
 
 
@@ -176,6 +232,178 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _score(
+    pack: Domain,
+    reference: ReferenceTransition,
+    answer: Transition | ExperienceModelError,
+    reward_tolerance: float,
+) -> TransitionScore:
+    views = _Views(pack, reference.request.state_schema is not None)
+    truth = reference.truth
+    true_abstract = views.abstract(truth.next_state)
+    true_text = views.text(truth.next_state, true_abstract)
+    true_actions = views.actions(true_text, true_abstract)
+    base: dict[str, Any] = {
+        "reference": reference,
+        "action_type": action_type(pack, reference.request.action),
+        "true_text": true_text,
+        "true_win": truth.reward >= 1.0 - reward_tolerance,
+        "true_zero_reward": abs(truth.reward) <= reward_tolerance,
+    }
+    predicted = answer if isinstance(answer, Transition) else None
+    guess_abstract = views.abstract(predicted.next_state) if predicted is not None else None
+    if predicted is None or (views.structured and guess_abstract is None):
+        zeros = dict.fromkeys(type(true_abstract).model_fields, 0.0) if true_abstract is not None else {}
+        return TransitionScore(
+            **base,
+            predicted=predicted,
+            error=str(answer) if predicted is None else None,
+            predicted_text=predicted.next_state if predicted is not None else None,
+            kind_agrees=False if true_abstract is not None and pack.state_kind_field else None,
+            jaccard=0.0 if true_actions is not None else None,
+            fields=zeros,
+            field_similarity=dict(zeros),
+        )
+    guess_text = views.text(predicted.next_state, guess_abstract)
+    truth_norm, guess_norm = normalize_state(true_text), normalize_state(guess_text)
+    same_state = truth_norm == guess_norm
+    rubric_agrees, rubric_scored = None, False
+    if guess_abstract is not None:
+        action = pack.parse_action(reference.request.action)
+        rubric = (
+            pack.rubric_reward(reference.request.task, guess_abstract, action)
+            if not isinstance(action, ActionError)
+            else None
+        )
+        rubric_scored = rubric is not None
+        scored = rubric if rubric is not None else predicted.reward
+        rubric_agrees = abs(scored - truth.reward) <= reward_tolerance
+    jaccard = None
+    if true_actions is not None:
+        guess_actions = views.actions(guess_text, guess_abstract) or set()
+        union = true_actions | guess_actions
+        jaccard = len(true_actions & guess_actions) / len(union) if union else 1.0
+    kind_agrees = None
+    fields: dict[str, float] = {}
+    field_similarity: dict[str, float] = {}
+    if true_abstract is not None and guess_abstract is not None:
+        if pack.state_kind_field:
+            kind_agrees = getattr(true_abstract, pack.state_kind_field, None) == getattr(
+                guess_abstract, pack.state_kind_field, None
+            )
+        for name in type(true_abstract).model_fields:
+            true_json, guess_json = _json(getattr(true_abstract, name)), _json(getattr(guess_abstract, name))
+            fields[name] = float(true_json == guess_json)
+            field_similarity[name] = 1.0 if true_json == guess_json else ratio(true_json, guess_json) / 100.0
+    return TransitionScore(
+        **base,
+        predicted=predicted,
+        predicted_text=guess_text,
+        valid=True,
+        exact=same_state,
+        similarity=1.0 if same_state else ratio(truth_norm, guess_norm) / 100.0,
+        reward_agrees=abs(predicted.reward - truth.reward) <= reward_tolerance,
+        done_agrees=predicted.terminated == truth.terminated,
+        predicted_win=predicted.reward >= 1.0 - reward_tolerance,
+        rubric_agrees=rubric_agrees,
+        rubric_scored=rubric_scored,
+        kind_agrees=kind_agrees,
+        jaccard=jaccard,
+        fields=fields,
+        field_similarity=field_similarity,
+    )
+
+
+def score_transitions(
+    model: ExperienceModel,
+    transitions: Sequence[ReferenceTransition],
+    *,
+    domain: str | Domain | None = None,
+    batch_size: int = 64,
+    reward_tolerance: float = DEFAULT_REWARD_TOLERANCE,
+    progress: Callable[[int], object] | None = None,
+) -> list[TransitionScore]:
+    """Ask ``model`` for every transition, in batches, and compare each answer with the truth.
+
+    A reward agrees when it is within ``reward_tolerance`` of the true one; next states are
+    compared as the text the agent would see (structured states rendered), after
+    :func:`normalize_state`. ``domain`` (default: the first transition's task's, registered)
+    gives the action types, the state kind, the admissible actions and the abstract fields.
+    ``progress`` is called with the size of each answered batch.
+    """
+    if not transitions:
+        raise ConfigurationError("measuring fidelity needs at least one reference transition")
+    if batch_size < 1:
+        raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
+    pack = get_domain(domain if domain is not None else transitions[0].request.task.domain)
+    scores: list[TransitionScore] = []
+    for begin in range(0, len(transitions), batch_size):
+        batch = transitions[begin : begin + batch_size]
+        for reference, answer in zip(batch, _answers(model, batch), strict=True):
+            scores.append(_score(pack, reference, answer, reward_tolerance))
+        if progress is not None:
+            progress(len(batch))
+    return scores
+
+
+def _mean(values: Sequence[float], n: int | None = None) -> float:
+    return sum(values) / (n if n is not None else len(values))
+
+
+def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
+    """The report over ``scores`` (any subset of one :func:`score_transitions` run)."""
+    if not scores:
+        raise ConfigurationError("summarize needs at least one scored transition")
+    n = len(scores)
+    valid = [s for s in scores if s.valid]
+    answered = [s.predicted for s in scores if s.predicted is not None]
+    predicted_wins = sum(s.predicted_win for s in valid)
+    true_wins = sum(s.true_win for s in scores)
+    both_wins = sum(s.predicted_win and s.true_win for s in valid)
+    kinds = [float(s.kind_agrees) for s in scores if s.kind_agrees is not None]
+    jaccards = [s.jaccard for s in scores if s.jaccard is not None]
+    fields: dict[str, list[float]] = defaultdict(list)
+    field_similarity: dict[str, list[float]] = defaultdict(list)
+    for s in scores:
+        for name, value in s.fields.items():
+            fields[name].append(value)
+        for name, value in s.field_similarity.items():
+            field_similarity[name].append(value)
+    return FidelityReport(
+        n=n,
+        exact_match=_mean([s.exact for s in scores]),
+        similarity=_mean([s.similarity for s in scores]),
+        reward_agreement=_mean([s.reward_agrees for s in scores]),
+        done_agreement=_mean([s.done_agrees for s in scores]),
+        accuracy=_mean([s.accurate for s in scores]),
+        valid=len(valid) / n,
+        reward_precision=both_wins / predicted_wins if predicted_wins else None,
+        reward_recall=both_wins / true_wins if true_wins else None,
+        always_zero_reward=_mean([s.true_zero_reward for s in scores]),
+        always_zero_done=_mean([not s.reference.truth.terminated for s in scores]),
+        rubric_reward_agreement=_mean([bool(s.rubric_agrees) for s in scores])
+        if any(s.rubric_scored for s in scores)
+        else None,
+        kind_agreement=_mean(kinds) if kinds else None,
+        admissible_jaccard=_mean(jaccards) if jaccards else None,
+        fields={name: _mean(values) for name, values in fields.items()},
+        field_similarity={name: _mean(values) for name, values in field_similarity.items()},
+        invalid_output=(n - len(answered)) / n,
+        latency_s=_mean([t.usage.latency_s for t in answered]) if answered else 0.0,
+        prompt_tokens=_mean([t.usage.prompt_tokens for t in answered]) if answered else 0.0,
+        completion_tokens=_mean([t.usage.completion_tokens for t in answered]) if answered else 0.0,
+    )
+
+
+def fidelity_by_action(scores: Sequence[TransitionScore]) -> dict[str, FidelityReport]:
+    """One report per action type, the most frequent first."""
+    groups: dict[str, list[TransitionScore]] = defaultdict(list)
+    for s in scores:
+        groups[s.action_type].append(s)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    return {name: summarize(group) for name, group in ordered}
+
+
 def measure_fidelity(
     model: ExperienceModel,
     transitions: Sequence[ReferenceTransition],
@@ -186,111 +414,10 @@ def measure_fidelity(
 ) -> FidelityReport:
     """Ask ``model`` for every transition, in batches, and compare with the truth.
 
-    A reward agrees when it is within ``reward_tolerance`` of the true one; next states are
-    compared as the text the agent would see (structured states rendered), after
-    :func:`normalize_state`. ``domain`` (default: the first transition's task's, registered)
-    gives the state kind, the admissible actions and the abstract fields to compare.
+    :func:`score_transitions` then :func:`summarize`: see those for how answers are compared.
     """
-    if not transitions:
-        raise ConfigurationError("measure_fidelity needs at least one reference transition")
-    if batch_size < 1:
-        raise ConfigurationError(f"batch_size must be >= 1, got {batch_size}")
-    pack = get_domain(domain if domain is not None else transitions[0].request.task.domain)
-    totals: dict[str, float] = dict.fromkeys(
-        ("exact", "similar", "rewards", "dones", "accurate", "valid", "zero_reward", "zero_done"), 0.0
-    )
-    kinds: list[float] = []
-    jaccards: list[float] = []
-    fields: dict[str, list[float]] = {}
-    predicted_wins = true_wins = both_wins = 0
-    rubric_agreements: list[float] = []
-    rubric_used = False
-    latency = prompt_tokens = completion_tokens = 0.0
-    answered = 0
-    for begin in range(0, len(transitions), batch_size):
-        batch = transitions[begin : begin + batch_size]
-        for reference, predicted in zip(batch, _answers(model, batch), strict=True):
-            views = _Views(pack, reference.request.state_schema is not None)
-            truth = reference.truth
-            true_abstract = views.abstract(truth.next_state)
-            true_text = views.text(truth.next_state, true_abstract)
-            true_actions = views.actions(true_text, true_abstract)
-            true_win = truth.reward >= 1.0 - reward_tolerance
-            true_wins += true_win
-            totals["zero_reward"] += abs(truth.reward) <= reward_tolerance
-            totals["zero_done"] += not truth.terminated
-            guess_abstract = views.abstract(predicted.next_state) if predicted is not None else None
-            valid = predicted is not None and (not views.structured or guess_abstract is not None)
-            if predicted is not None:
-                answered += 1
-                latency += predicted.usage.latency_s
-                prompt_tokens += predicted.usage.prompt_tokens
-                completion_tokens += predicted.usage.completion_tokens
-            if predicted is None or not valid:
-                if true_actions is not None:
-                    jaccards.append(0.0)
-                if true_abstract is not None:
-                    kinds.append(0.0)
-                    for name in type(true_abstract).model_fields:
-                        fields.setdefault(name, []).append(0.0)
-                continue
-            guess_text = views.text(predicted.next_state, guess_abstract)
-            truth_norm, guess_norm = normalize_state(true_text), normalize_state(guess_text)
-            same_state = truth_norm == guess_norm
-            same_reward = abs(predicted.reward - truth.reward) <= reward_tolerance
-            same_done = predicted.terminated == truth.terminated
-            predicted_win = predicted.reward >= 1.0 - reward_tolerance
-            predicted_wins += predicted_win
-            both_wins += predicted_win and true_win
-            totals["valid"] += 1
-            totals["exact"] += same_state
-            totals["similar"] += 1.0 if same_state else ratio(truth_norm, guess_norm) / 100.0
-            totals["rewards"] += same_reward
-            totals["dones"] += same_done
-            totals["accurate"] += same_state and same_reward and same_done
-            if guess_abstract is not None:
-                action = pack.parse_action(reference.request.action)
-                rubric = (
-                    pack.rubric_reward(reference.request.task, guess_abstract, action)
-                    if not isinstance(action, ActionError)
-                    else None
-                )
-                rubric_used = rubric_used or rubric is not None
-                scored = rubric if rubric is not None else predicted.reward
-                rubric_agreements.append(float(abs(scored - truth.reward) <= reward_tolerance))
-            guess_actions = views.actions(guess_text, guess_abstract)
-            if true_actions is not None:
-                guess_actions = guess_actions or set()
-                union = true_actions | guess_actions
-                jaccards.append(len(true_actions & guess_actions) / len(union) if union else 1.0)
-            if true_abstract is not None and guess_abstract is not None:
-                kinds.append(
-                    float(
-                        getattr(true_abstract, pack.state_kind_field or "", None)
-                        == getattr(guess_abstract, pack.state_kind_field or "", None)
-                    )
-                )
-                for name in type(true_abstract).model_fields:
-                    same = _json(getattr(true_abstract, name)) == _json(getattr(guess_abstract, name))
-                    fields.setdefault(name, []).append(float(same))
-    n = len(transitions)
-    return FidelityReport(
-        n=n,
-        exact_match=totals["exact"] / n,
-        similarity=totals["similar"] / n,
-        reward_agreement=totals["rewards"] / n,
-        done_agreement=totals["dones"] / n,
-        accuracy=totals["accurate"] / n,
-        valid=totals["valid"] / n,
-        reward_precision=both_wins / predicted_wins if predicted_wins else None,
-        reward_recall=both_wins / true_wins if true_wins else None,
-        always_zero_reward=totals["zero_reward"] / n,
-        always_zero_done=totals["zero_done"] / n,
-        rubric_reward_agreement=sum(rubric_agreements) / n if rubric_used else None,
-        kind_agreement=sum(kinds) / len(kinds) if kinds and pack.state_kind_field else None,
-        admissible_jaccard=sum(jaccards) / len(jaccards) if jaccards else None,
-        fields={name: sum(values) / len(values) for name, values in fields.items()},
-        latency_s=latency / answered if answered else 0.0,
-        prompt_tokens=prompt_tokens / answered if answered else 0.0,
-        completion_tokens=completion_tokens / answered if answered else 0.0,
+    return summarize(
+        score_transitions(
+            model, transitions, domain=domain, batch_size=batch_size, reward_tolerance=reward_tolerance
+        )
     )

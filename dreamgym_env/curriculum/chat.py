@@ -52,6 +52,8 @@ class EndpointChat:
     writing tasks. Structured output falls back from ``json_schema`` to ``json_object`` to plain
     text when the server refuses it. :meth:`run` runs a coroutine on a loop this object owns in a
     background thread, so that sync code (and code inside a running loop) can call it.
+    ``context`` starts the message of its errors (``"task generation: ..."`` by default; the
+    LLM agent's chat says ``"agent"``).
 
     Example::
 
@@ -65,6 +67,7 @@ class EndpointChat:
         *,
         temperature: float = DEFAULT_GENERATION_TEMPERATURE,
         max_tokens: int = DEFAULT_GENERATION_MAX_TOKENS,
+        context: str = "task generation",
         **settings: Any,
     ) -> None:
         base = config if config is not None else EndpointConfig.resolve(**settings)
@@ -72,6 +75,7 @@ class EndpointChat:
             base = base.replace(**settings)
         self.config = base.replace(temperature=temperature, max_tokens=max_tokens)
         self.model_id = self.config.model
+        self.context = context
         from dreamgym_env.experience.transport import EndpointTransport  # imports openai: only when used
 
         self.transport = EndpointTransport(self.config)
@@ -99,7 +103,7 @@ class EndpointChat:
     ) -> ChatReply:
         """Answer ``messages`` through the shared endpoint transport (retries, format downgrade)."""
         reply = await self.transport.complete(
-            messages, schema=schema, schema_name="tasks", strict=False, context="task generation"
+            messages, schema=schema, schema_name="tasks", strict=False, context=self.context
         )
         return (
             reply

@@ -1,14 +1,21 @@
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
 import pytest
 
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import (
     FidelityReport,
+    action_type,
+    fidelity_by_action,
     measure_fidelity,
     normalize_state,
     reference_transitions,
+    score_transitions,
+    summarize,
 )
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
@@ -144,3 +151,58 @@ def test_the_rubric_repairs_flipped_purchase_rewards():
         report.rubric_reward_agreement is not None
         and report.rubric_reward_agreement > report.reward_agreement
     )
+
+
+def test_action_types_are_the_verbs_of_the_domain_grammar():
+    webshop, alfworld = get_domain("webshop"), get_domain("alfworld")
+    assert action_type(webshop, "search[red shoes]") == "search"
+    assert action_type(webshop, "click[Buy Now]") == "click"
+    assert action_type(webshop, "fly away") == "invalid"
+    assert action_type(alfworld, "go to desk 1") == "go"
+
+
+def test_fidelity_by_action_type_on_known_outcomes():
+    """Right on every step but ``take``, where the model fails: each action type's report says so."""
+    domain = get_domain("alfworld")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
+    )
+    references = reference_transitions(trajectories, domain)
+    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
+
+    def respond(request):
+        if request.action.startswith("take"):
+            raise ModelOutputError("no transition in that answer")
+        return truths[(request.task.id, request.state, request.action)]
+
+    scores = score_transitions(ScriptedExperienceModel(respond), references, batch_size=1)
+    counts = Counter(domain.parse_action(r.request.action).verb for r in references)
+    by_action = fidelity_by_action(scores)
+    assert {name: report.n for name, report in by_action.items()} == counts
+    assert list(by_action) == sorted(counts, key=lambda name: (-counts[name], name))
+    take = by_action.pop("take")
+    assert take.valid == take.accuracy == take.exact_match == 0.0 and take.invalid_output == 1.0
+    assert set(take.fields.values()) == {0.0}
+    for name, report in by_action.items():
+        assert report.accuracy == report.valid == 1.0 and report.invalid_output == 0.0, name
+        assert set(report.fields.values()) == set(report.field_similarity.values()) == {1.0}, name
+    overall = summarize(scores)
+    assert overall.accuracy == pytest.approx(1 - counts["take"] / len(references))
+    again = measure_fidelity(ScriptedExperienceModel(respond), references, domain=domain, batch_size=1)
+    assert replace(overall, latency_s=0.0) == replace(again, latency_s=0.0)
+    failed = next(s for s in scores if s.action_type == "take")
+    assert failed.predicted is None and "no transition in that answer" in (failed.error or "")
+
+
+def test_field_similarity_is_partial_credit_for_a_wrong_field():
+    domain = get_domain("webshop")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("noisy", domain, seed=1), 12, progress=False, state_mode="structured"
+    )
+    references = reference_transitions(trajectories, domain)
+    report = measure_fidelity(OracleExperienceModel(domain, error_rate=0.5, seed=3), references)
+    assert set(report.field_similarity) == set(report.fields)
+    assert all(report.field_similarity[f] >= report.fields[f] for f in report.fields)
+    assert any(report.fields[f] < report.field_similarity[f] < 1.0 for f in report.fields)

@@ -1,0 +1,238 @@
+"""LLMAgent: a chat model acting in any domain, ReAct style, through an endpoint or the embedded model.
+
+Each turn the model gets the domain's :attr:`~dreamgym_env.envs.domain.Domain.agent_prompt`
+and the answer format as its system prompt, and the task, the last few steps, the current
+observation and the admissible actions (where the domain lists them) as the user message
+(:func:`agent_messages`). It answers ``<think>...</think>`` then ``<action>...</action>``
+(:func:`parse_agent_output`).
+
+An answer without one usable action (no ``<action>`` tag, an unclosed or empty one, several of
+them, an action over several lines) is an *invalid output*: the decision says so
+(``Decision.output_valid`` False, with the problem) and its action is
+:data:`INVALID_OUTPUT_ACTION`, the empty action, which every domain's parser rejects. The
+step is spent, the env answers its invalid-action feedback and the state does not change:
+nothing is chosen on the model's behalf, and the run goes on. Transport failures (after the
+endpoint's retries) are raised as the typed errors of :mod:`dreamgym_env.errors`.
+
+Example::
+
+    chat = make_chat_client("Qwen/Qwen3-8B", base_url="http://127.0.0.1:8000/v1")  # or "qwen-0.5b"
+    agent = LLMAgent("webshop", chat)
+    decisions = agent.act(turns)       # one request per turn, sent concurrently
+    chat.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+
+from dreamgym_env.agents.agent import Agent, Decision, Turn
+from dreamgym_env.curriculum.chat import ChatModel
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.prompt import clip
+
+if TYPE_CHECKING:
+    from dreamgym_env.experience.local import LocalExperienceModel
+
+T = TypeVar("T")
+Messages = list[dict[str, str]]
+
+INVALID_OUTPUT_ACTION: Final = ""
+"""The action stepped for an invalid output: empty, so the env rejects it (see the module docstring)."""
+DEFAULT_HISTORY_LEN: Final = 4
+"""Past steps shown in each prompt."""
+OBSERVATION_CHARS: Final = 8000
+"""The current observation is cut to this many characters."""
+HISTORY_OBSERVATION_CHARS: Final = 600
+"""Each past step's observation is cut to this many characters."""
+MAX_LISTED_ACTIONS: Final = 100
+"""At most this many admissible actions are listed (the rest are counted)."""
+FORMAT_INSTRUCTIONS: Final = (
+    "Answer format: first think briefly inside <think>...</think>, then give exactly one action "
+    "inside <action>...</action>, on one line, written as the environment expects it. Where "
+    "admissible actions are listed, choose one of them; replace a slot such as <query> with your own text."
+)
+
+_THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_ACTION = re.compile(r"<action>(.*?)</action>", re.DOTALL | re.IGNORECASE)
+_ACTION_OPEN = re.compile(r"<action>", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class AgentOutput:
+    """What :func:`parse_agent_output` read from an answer: the action, or why there is none."""
+
+    action: str | None
+    thought: str = ""
+    problem: str = ""
+
+
+def parse_agent_output(text: str | None, finish_reason: str | None = "stop") -> AgentOutput:
+    """Read ``<think>`` and ``<action>`` from a model's answer; never raises.
+
+    The thought is the text of the closed ``<think>`` blocks (an unclosed one runs to the end of
+    the answer); tags inside the thought are not read. The answer must then hold exactly one
+    closed ``<action>`` tag around a non-empty, one-line action (surrounding blanks are
+    stripped); otherwise ``action`` is ``None`` and ``problem`` says what is wrong.
+
+    Example:
+        >>> parse_agent_output("<think>Search first.</think><action>search[red shoes]</action>")
+        AgentOutput(action='search[red shoes]', thought='Search first.', problem='')
+        >>> parse_agent_output("search[red shoes]").problem
+        'no <action> tag'
+    """
+    if text is None:
+        return AgentOutput(None, "", "the answer had no choice")
+    thoughts = [block.strip() for block in _THINK.findall(text)]
+    visible = _THINK.sub(" ", text)
+    unclosed = _THINK_OPEN.search(visible)
+    if unclosed is not None:  # thinking that never ended: nothing after it is an answer
+        thoughts.append(visible[unclosed.end() :].strip())
+        visible = visible[: unclosed.start()]
+    thought = "\n".join(t for t in thoughts if t)
+    actions = _ACTION.findall(visible)
+    if len(actions) == 1:
+        action = actions[0].strip()
+        if not action:
+            return AgentOutput(None, thought, "the <action> tag is empty")
+        if "\n" in action:
+            return AgentOutput(None, thought, "the action spans several lines")
+        return AgentOutput(action, thought)
+    if actions:
+        return AgentOutput(None, thought, f"{len(actions)} <action> tags, expected one")
+    problem = "the <action> tag is not closed" if _ACTION_OPEN.search(visible) else "no <action> tag"
+    if finish_reason == "length":
+        problem += " (the answer was cut at max_tokens)"
+    return AgentOutput(None, thought, problem)
+
+
+def agent_messages(domain: Domain, turn: Turn, *, history_len: int = DEFAULT_HISTORY_LEN) -> Messages:
+    """The chat messages of one turn: system (agent prompt and format), user (task, steps, observation, actions)."""
+    system = f"{domain.agent_prompt.strip()}\n\n{FORMAT_INSTRUCTIONS}"
+    parts: list[str] = []
+    if turn.task is not None and turn.task.instruction:
+        parts.append(f"# Task\n{turn.task.instruction}")
+    recent = list(turn.history)[-history_len:] if history_len > 0 else []
+    if recent:
+        earlier = len(turn.history) - len(recent)
+        title = "# Recent steps (oldest first"
+        title += f"; {earlier} earlier step(s) not shown)" if earlier else ")"
+        steps = [
+            f"Action: {action}\nObservation: {clip(observation, HISTORY_OBSERVATION_CHARS)}"
+            for action, observation in recent
+        ]
+        parts.append(title + "\n" + "\n\n".join(steps))
+    parts.append(f"# Current observation\n{clip(turn.observation, OBSERVATION_CHARS)}")
+    actions = turn.info.get("admissible_actions")
+    if actions:
+        listed = [f"- {action}" for action in list(actions)[:MAX_LISTED_ACTIONS]]
+        if len(actions) > MAX_LISTED_ACTIONS:
+            listed.append(f"- ... and {len(actions) - MAX_LISTED_ACTIONS} more")
+        parts.append("# Admissible actions\n" + "\n".join(listed))
+    parts.append("Think, then answer with exactly one <action>...</action>.")
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+class AgentChat(ChatModel, Protocol):
+    """The chat model of an :class:`LLMAgent`: a ``ChatModel`` that sync code can run and close.
+
+    A :class:`~dreamgym_env.curriculum.chat.ChatModel` with :meth:`run` and :meth:`close`.
+    :class:`~dreamgym_env.curriculum.chat.EndpointChat` (any OpenAI-compatible endpoint, the
+    project's endpoint transport) and :class:`LocalChat` (the embedded model) are ones.
+    """
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the chat's event loop and wait for its result."""
+        ...
+
+    def close(self) -> None:
+        """Release the chat's resources."""
+        ...
+
+
+class LocalChat:
+    """The embedded GGUF model (:class:`~dreamgym_env.experience.local.LocalExperienceModel`) as an :class:`AgentChat`.
+
+    Up to the model's ``n_parallel`` conversations are decoded together.
+    """
+
+    def __init__(self, model: LocalExperienceModel) -> None:
+        self.model = model
+        self.model_id = model.model_id
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r})"
+
+    async def complete(
+        self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None
+    ) -> ChatReply:
+        """Answer ``messages`` (with ``schema``: JSON of that schema)."""
+        return await self.model.chat(messages, schema=schema, context=f"chat with {self.model_id}")
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.model.run(coroutine)
+
+    def close(self) -> None:
+        self.model.close()
+
+
+async def _gather_all(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run ``calls`` concurrently; the first failure cancels the others and is raised."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class LLMAgent(Agent):
+    """A chat model as the agent of a domain (see the module docstring for prompt and parsing).
+
+    Arguments:
+        domain: the domain (or its name) whose ``agent_prompt`` starts the system prompt.
+        client: the chat model (an :class:`AgentChat`: the curriculum's ``EndpointChat``, or
+            :class:`LocalChat`); the caller closes it (one client may serve several agents).
+        history_len: past steps shown in each prompt.
+    """
+
+    def __init__(
+        self, domain: Domain | str, client: AgentChat, *, history_len: int = DEFAULT_HISTORY_LEN
+    ) -> None:
+        if history_len < 0:
+            raise ConfigurationError(f"history_len must be >= 0, got {history_len}")
+        self.domain = get_domain(domain)
+        self.client = client
+        self.history_len = history_len
+        self.name = f"llm:{client.model_id}"
+
+    def act(self, turns: Sequence[Turn]) -> list[Decision]:
+        """Ask the model once per turn, all turns concurrently, and parse each answer."""
+        if not turns:
+            return []
+        calls = [
+            self.client.complete(agent_messages(self.domain, t, history_len=self.history_len)) for t in turns
+        ]
+        replies = self.client.run(_gather_all(calls))
+        return [_decision(reply) for reply in replies]
+
+
+def _decision(reply: ChatReply) -> Decision:
+    output = parse_agent_output(reply.text, reply.finish_reason)
+    return Decision(
+        action=output.action if output.action is not None else INVALID_OUTPUT_ACTION,
+        thought=output.thought,
+        output_valid=output.action is not None,
+        problem=output.problem,
+        prompt_tokens=reply.prompt_tokens,
+        completion_tokens=reply.completion_tokens,
+    )

@@ -1,0 +1,164 @@
+"""``dreamgym fidelity``: how faithfully an experience model predicts a domain's reference env.
+
+Samples reference transitions (:mod:`dreamgym_env.bench.sampling`), asks the model for each in
+every mode and grounding chosen (:mod:`dreamgym_env.bench.fidelity_runs`) and writes the
+reports to ``--out``: ``fidelity.md`` (also printed), ``fidelity.json``, two PNG plots (with
+matplotlib, the ``bench`` extra) and ``fidelity.html`` (:mod:`dreamgym_env.bench.html_report`).
+Wire it with ``app.command("fidelity")(fidelity_command)``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+
+from dreamgym_env.envs.registry import default_domain, get_domain
+from dreamgym_env.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from dreamgym_env.bench.fidelity import StateMode
+    from dreamgym_env.bench.fidelity_runs import FidelityResults, Grounding
+    from dreamgym_env.envs.domain import Domain
+    from dreamgym_env.experience.base import ExperienceModel
+
+MODEL_KINDS = ("local", "endpoint", "oracle")
+
+
+def build_model(spec: str, domain: Domain, *, seed: int = 0) -> ExperienceModel:
+    """The model of ``--model``: ``oracle[:error_rate]``, ``endpoint[:model name]`` or ``local[:preset or .gguf]``."""
+    kind, _, value = spec.partition(":")
+    kind = kind.strip().lower()
+    if kind == "oracle":
+        from dreamgym_env.envs.oracle import OracleExperienceModel
+
+        try:
+            error_rate = float(value) if value else 0.0
+        except ValueError:
+            raise ConfigurationError(f"oracle:<error_rate> needs a number in [0, 1], got {value!r}") from None
+        return OracleExperienceModel(domain, error_rate=error_rate, seed=seed)
+    if kind not in MODEL_KINDS:
+        raise ConfigurationError(
+            f"--model must be one of {', '.join(MODEL_KINDS)} (with ':<value>'), got {spec!r}"
+        )
+    from dreamgym_env.experience.provision import PRESETS
+    from dreamgym_env.experience.selection import default_experience_model
+
+    if kind == "endpoint":
+        return default_experience_model(
+            backend="endpoint", cache=False, **({"model": value} if value else {})
+        )
+    if value and value.strip().lower() in PRESETS:
+        return default_experience_model(backend="local", preset=value, cache=False)
+    return default_experience_model(backend="local", cache=False, **({"model_path": value} if value else {}))
+
+
+def model_label(model: ExperienceModel) -> str:
+    """A short name of ``model`` for the reports: the oracle and its error rate, or the backend's model id."""
+    error_rate = getattr(model, "error_rate", None)
+    if model.model_id == "oracle" and error_rate is not None:
+        return f"oracle (error rate {error_rate:g})"
+    return model.model_id
+
+
+def _choices(text: str, known: tuple[str, ...], option: str) -> list[str]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in known]
+    if unknown or not chosen:
+        raise ConfigurationError(f"{option} takes a comma-separated list of {', '.join(known)}; got {text!r}")
+    return chosen
+
+
+def write_reports(results: FidelityResults, out: Path) -> list[Path]:
+    """Write the markdown, JSON, PNG (where matplotlib is installed) and HTML reports; return their paths."""
+    from dreamgym_env.bench.html_report import write_html
+
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = out / "fidelity.md"
+    markdown.write_text(results.to_markdown(), encoding="utf-8")
+    data = out / "fidelity.json"
+    data.write_text(json.dumps(results.to_dict(), indent=2), encoding="utf-8")
+    images: list[Path] = []
+    try:
+        from dreamgym_env.bench.fidelity_plots import plot_by_action, plot_by_field
+
+        images.append(plot_by_action(results, out / "fidelity_by_action.png"))
+        by_field = plot_by_field(results, out / "fidelity_by_field.png")
+        images += [by_field] if by_field is not None else []
+    except ConfigurationError as exc:  # no matplotlib: the other reports still come
+        typer.echo(f"no plots: {exc}", err=True)
+    return [markdown, data, *images, write_html(results, out / "fidelity.html", images)]
+
+
+def fidelity_command(
+    domain: Annotated[
+        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
+    ] = None,
+    model: Annotated[
+        str,
+        typer.Option(
+            help="Experience model: 'local[:preset or .gguf]', 'endpoint[:model name]' or "
+            "'oracle[:error_rate]' (the reference env, corrupted at that rate)."
+        ),
+    ] = "local",
+    n: Annotated[int, typer.Option(min=1, help="Reference transitions, a third from each policy.")] = 100,
+    modes: Annotated[
+        str, typer.Option(help="State modes, comma-separated: structured, text.")
+    ] = "structured,text",
+    grounding: Annotated[
+        str,
+        typer.Option(help="Groundings, comma-separated: none, replay (k demonstrations of expert episodes)."),
+    ] = "none,replay",
+    k: Annotated[int, typer.Option(min=0, help="Demonstrations per request when grounded.")] = 4,
+    history_len: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Past steps in each request (default 4; the whole episode for the oracle where its "
+            "reference env cannot be restored from a state).",
+        ),
+    ] = None,
+    batch_size: Annotated[int, typer.Option(min=1, help="Requests sent to the model at once.")] = 4,
+    seed: Annotated[int, typer.Option(help="Seed of the sample, the grounding buffer and the oracle.")] = 0,
+    out: Annotated[Path, typer.Option(help="Folder of the reports.")] = Path("runs/fidelity"),
+) -> None:
+    """Fidelity of an experience model per action type and state field, in text and structured mode, grounded and not."""
+    from dreamgym_env.agents.rollouts import progress_bar
+    from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
+    from dreamgym_env.bench.fidelity_runs import GROUNDINGS, MODES, FidelityResults, run_fidelity
+    from dreamgym_env.bench.sampling import sample_transitions
+
+    pack = get_domain(domain) if domain else default_domain()
+    chosen_modes = cast("list[StateMode]", _choices(modes, MODES, "--modes"))
+    groundings = cast("list[Grounding]", _choices(grounding, GROUNDINGS, "--grounding"))
+    experience_model = build_model(model, pack, seed=seed)
+    try:
+        if history_len is None:
+            whole = not getattr(experience_model, "restorable", True)
+            history_len = max(DEFAULT_HISTORY_LEN, pack.max_episode_steps) if whole else DEFAULT_HISTORY_LEN
+        load = getattr(getattr(experience_model, "inner", experience_model), "load", None)
+        if callable(load):
+            typer.echo("loading the model's weights ...", err=True)
+            load()
+        samples = sample_transitions(pack, n, seed=seed, history_len=history_len)
+        with progress_bar(len(samples) * len(chosen_modes) * len(groundings), "fidelity", unit="tr") as bar:
+            rows = run_fidelity(
+                experience_model,
+                pack,
+                samples,
+                modes=chosen_modes,
+                groundings=groundings,
+                seed=seed,
+                k=k,
+                batch_size=batch_size,
+                progress=bar.update,
+                on_row=lambda row: bar.set_postfix(done=row.key, refresh=False),
+            )
+    finally:
+        experience_model.close()
+    results = FidelityResults(pack.name, model_label(experience_model), seed, history_len, samples, rows)
+    paths = write_reports(results, out)
+    typer.echo(results.to_markdown())
+    typer.echo("reports: " + ", ".join(str(p) for p in paths))
