@@ -30,7 +30,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -45,10 +45,10 @@ from dreamgym_env.errors import (
     ModelTransportError,
     excerpt,
 )
-from dreamgym_env.experience.answers import AnswerJudge
+from dreamgym_env.experience.answers import AnswerJudge, ChatReply
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.prompt import clip, messages, system_prompt, transition_schema
-from dreamgym_env.experience.provision import PartsLocator, installed_parts, model_file
+from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
 from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,8 @@ class LocalSettings:
     ``timeout_s`` bounds one generation (``None``: no bound); ``n_threads`` defaults to the
     available cores. ``n_parallel`` requests run at once, each in a slot of ``n_ctx`` tokens
     (the runtime allocates ``n_ctx * n_parallel``: about 12 KB a token for the 0.5B preset);
-    further requests of a batch wait for a free slot.
+    further requests of a batch wait for a free slot. ``lora_adapter``: a llama.cpp LoRA adapter
+    (GGUF, e.g. written by ``dreamgym experience train``) applied to the model at full scale.
     """
 
     n_ctx: int = DEFAULT_N_CTX
@@ -94,6 +95,7 @@ class LocalSettings:
     seed: int = DEFAULT_SEED
     max_output_reasks: int = DEFAULT_MAX_OUTPUT_REASKS
     timeout_s: float | None = None
+    lora_adapter: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_ctx", "n_parallel", "n_threads", "max_tokens"):
@@ -156,11 +158,17 @@ class XllamacppRuntime:
         params.warmup = False
         params.verbosity = -1
         params.api_keys = [secrets.token_hex(16)]
+        if settings.lora_adapter is not None:
+            adapter = xllamacpp.CommonAdapterLoraInfo()
+            adapter.path, adapter.scale = str(check_gguf(Path(settings.lora_adapter))), 1.0
+            params.lora_adapters = [adapter]
         try:
             self._server: Any = xllamacpp.Server(params)
         except Exception as exc:  # llama.cpp reports a bad file as a generic error
             raise DataError(
-                f"could not load the model {path}: {str(exc).rstrip('.')}. If it is a preset, delete the "
+                f"could not load the model {path}"
+                + (f" with the LoRA adapter {settings.lora_adapter}" if settings.lora_adapter else "")
+                + f": {str(exc).rstrip('.')}. If it is a preset, delete the "
                 "file to have it assembled again; otherwise check that it is a chat model in GGUF format"
             ) from exc
 
@@ -281,6 +289,8 @@ class LocalExperienceModel(ExperienceModel):
         if runtime_factory is None and not xllamacpp_installed():
             raise ConfigurationError(f"the local model needs the xllamacpp runtime: {LOCAL_EXTRA_HINT}")
         self.model_file, self.model_id = model_file(model_path, preset=preset, locate=locate_parts)
+        if self.settings.lora_adapter is not None:  # another model: its own id (and cache keys)
+            self.model_id = f"{self.model_id}+{check_gguf(Path(self.settings.lora_adapter)).name}"
         super().__init__()
         self._runtime_factory: RuntimeFactory = runtime_factory or XllamacppRuntime
         self._runtime: ChatRuntime | None = None
@@ -424,16 +434,53 @@ class LocalExperienceModel(ExperienceModel):
                 return answer.model_copy(update={"usage": usage_})
             conversation = answer
 
+    async def chat(
+        self,
+        conversation: Sequence[Mapping[str, str]],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        context: str = "chat",
+    ) -> ChatReply:
+        """One chat completion of ``conversation`` (with ``schema``: constrained to that JSON schema).
+
+        No parsing and no re-ask: for callers that read the text themselves (an LLM agent on the
+        embedded model). It runs in a slot like a prediction, with the same settings
+        (temperature, ``max_tokens``, ``timeout_s``) and typed errors.
+        """
+        messages_ = [dict(message) for message in conversation]
+        grammar = dict(schema) if schema is not None else None
+        result = await self._generate(messages_, grammar, context=context, attempts=1)
+        if "error" in result:
+            raise translate_runtime_error(
+                result, backend=self.backend, attempts=1, context=context, n_ctx=self.settings.n_ctx
+            )
+        usage = result.get("usage") or {}
+        choice = (result.get("choices") or [None])[0]
+        if choice is None:
+            return ChatReply(None, "no choices")
+        return ChatReply(
+            str((choice.get("message") or {}).get("content") or ""),
+            choice.get("finish_reason") or "stop",
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
+
     async def _generate(
-        self, conversation: list[dict[str, str]], schema: dict[str, Any], *, context: str, attempts: int
+        self,
+        conversation: list[dict[str, str]],
+        schema: dict[str, Any] | None,
+        *,
+        context: str,
+        attempts: int,
     ) -> ChatResult:
-        body = {
+        body: dict[str, Any] = {
             "messages": conversation,
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
             "seed": self.settings.seed,
-            "response_format": {"type": "json_object", "schema": grammar_schema(schema)},
         }
+        if schema is not None:  # the output is constrained to the JSON schema
+            body["response_format"] = {"type": "json_object", "schema": grammar_schema(schema)}
         stop = threading.Event()
         try:
             return await asyncio.to_thread(self._generate_blocking, body, stop)

@@ -1,0 +1,187 @@
+"""``dreamgym experience dataset|train|eval``: train an experience model from a domain's reference env.
+
+:data:`experience_app` is the Typer group the ``dreamgym`` command mounts with
+``app.add_typer(experience_app, name="experience")``; the work is done by
+:mod:`dreamgym_env.training` (the ``train`` extra).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, cast
+
+import typer
+from rich.console import Console
+
+from dreamgym_env.cli.errors import DreamGymTyper
+from dreamgym_env.envs.registry import default_domain, get_domain
+
+experience_app = DreamGymTyper(
+    help="Train an experience model: distillation data, LoRA fine-tuning, fidelity on held-out tasks.",
+    no_args_is_help=True,
+)
+console = Console()
+
+
+@experience_app.command("dataset")
+def dataset_command(
+    out: Annotated[Path, typer.Option(help="Output JSONL file (one SFT example a line).")],
+    domain: Annotated[
+        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
+    ] = None,
+    n: Annotated[
+        int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
+    ] = 600,
+    test_n: Annotated[
+        int | None, typer.Option(min=0, help="Test examples, from the test tasks (default: n / 5).")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the episodes, policies and draws.")] = 0,
+    teacher_url: Annotated[
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint of a teacher that writes the reasoning and task variations."
+        ),
+    ] = None,
+    teacher_model: Annotated[str | None, typer.Option(help="The teacher's model name.")] = None,
+) -> None:
+    """Write SFT examples: the exact requests the backends send, with the reference env's answers."""
+    from dreamgym_env.training.dataset import build_dataset
+
+    pack = get_domain(domain) if domain else default_domain()
+    teacher = None
+    if teacher_url is not None:
+        from dreamgym_env.curriculum.chat import EndpointChat
+        from dreamgym_env.experience.config import EndpointConfig
+
+        config = (
+            EndpointConfig.resolve(base_url=teacher_url, model=teacher_model)
+            if teacher_model
+            else EndpointConfig.resolve(base_url=teacher_url)
+        )
+        teacher = EndpointChat(config)
+    try:
+        summary = build_dataset(pack, n, out, test_n=test_n, seed=seed, teacher=teacher)
+    finally:
+        if teacher is not None:
+            teacher.close()
+    console.print(summary.format(), markup=False, highlight=False, soft_wrap=True)
+
+
+@experience_app.command("train")
+def train_command(
+    data: Annotated[Path, typer.Option(help="Dataset JSONL (`dreamgym experience dataset`).")],
+    out: Annotated[
+        Path, typer.Option(help="Output directory (adapter, GGUF adapter, checkpoints, manifest).")
+    ],
+    base: Annotated[
+        str, typer.Option(help="Base model: a preset (qwen-0.5b), a GGUF file or a Hugging Face directory.")
+    ] = "qwen-0.5b",
+    max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 200,
+    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 16,
+    lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA alpha (scale alpha / r).")] = 32,
+    learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 2e-4,
+    batch_size: Annotated[int, typer.Option(min=1, help="Examples per device step.")] = 1,
+    grad_accum: Annotated[int, typer.Option(min=1, help="Device steps per optimiser step.")] = 1,
+    save_steps: Annotated[int, typer.Option(min=1, help="A checkpoint every this many steps.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the data order and the adapter's initialisation.")] = 0,
+    gradient_checkpointing: Annotated[
+        bool, typer.Option(help="Recompute activations in the backward pass: less memory, more time.")
+    ] = False,
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="CPU threads (default: torch's; fewer on a busy machine).")
+    ] = None,
+    max_minutes: Annotated[
+        float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
+) -> None:
+    """Fine-tune a LoRA adapter with TRL's SFTTrainer, loss on the answer only (CPU, or a GPU when present)."""
+    from dreamgym_env.training.train import TrainConfig, train_experience_model
+
+    config = TrainConfig(
+        max_steps=max_steps,
+        lora_r=lora_r,
+        lora_alpha=lora_alpha,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        grad_accum=grad_accum,
+        save_steps=save_steps,
+        seed=seed,
+        gradient_checkpointing=gradient_checkpointing,
+        threads=threads,
+        max_minutes=max_minutes,
+    )
+    trained = train_experience_model(data, base, out, config, resume=resume)
+    stats = trained.stats
+    console.print(
+        f"{out}: {stats['steps']} steps on {stats['examples']} examples ({stats['epochs']} epochs), "
+        f"{stats['tokens']} tokens in {stats['seconds']:.0f} s ({stats['tokens_per_s']} tokens/s, {stats['device']}); "
+        f"loss {stats['first_loss']} -> {stats['final_loss']}; "
+        f"GGUF adapter: {trained.adapter_gguf or 'none (architecture not supported)'}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@experience_app.command("eval")
+def eval_command(
+    model: Annotated[
+        str,
+        typer.Option(help="A trained model directory, a GGUF file or a preset (the base, for comparison)."),
+    ],
+    n: Annotated[int, typer.Option(min=1, help="Held-out transitions (test tasks).")] = 100,
+    domain: Annotated[str | None, typer.Option(help="Domain (default: the trained model's).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the sampled transitions.")] = 0,
+    backend: Annotated[
+        str, typer.Option(help="'local' (llama.cpp, GGUF adapter) or 'transformers'.")
+    ] = "local",
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Also measure this model (e.g. the base preset) on the same transitions, batch by batch."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Also write the result as JSON here (after every batch).")
+    ] = None,
+) -> None:
+    """The fidelity report on held-out transitions (per field, reward, episode end, seconds a transition)."""
+    from dreamgym_env.training.evaluate import (
+        Backend,
+        EvalResult,
+        compare_models,
+        evaluate_model,
+        write_result,
+    )
+
+    if baseline is None:
+        result = evaluate_model(model, n=n, domain=domain, seed=seed, backend=cast(Backend, backend))
+        console.print(result.format(), markup=False, highlight=False, soft_wrap=True)
+        if out is not None:
+            write_result(result, out)
+        return
+
+    def report(results: list[EvalResult]) -> None:
+        done = results[0].report.n
+        console.print(
+            f"{done} of {n}: "
+            + "; ".join(
+                f"{r.model}: reward {r.report.reward_agreement:.2f}, done {r.report.done_agreement:.2f}, "
+                f"valid {r.report.valid:.2f}"
+                for r in results
+            ),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps([r.to_dict() for r in results], indent=2) + "\n", encoding="utf-8")
+
+    results = compare_models(
+        [baseline, model], n=n, domain=domain, seed=seed, backend=cast(Backend, backend), on_batch=report
+    )
+    for result in results:
+        console.print(result.format(), markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,406 @@
+"""SFT examples for an experience model, distilled from a domain's reference env.
+
+Each example is one reference transition: the chat messages the backends send for it (built by
+:func:`dreamgym_env.experience.prompt.messages`, the function every backend calls, so the data
+cannot drift from what a trained model is asked) and the true answer
+``{"reasoning", "next_state", "reward", "done"}``. Transitions come from expert, noisy and
+random episodes in equal shares (valid actions only: the synthetic env answers invalid ones
+itself) and, with a teacher, from curriculum variations of the train tasks.
+
+The split is by task, never by transition: train examples come from the domain's train tasks
+(and variations of them), test examples from its test tasks. The reasoning is written from the
+reference env's own knowledge (what the action did, why the reward: ``"reasoning_source":
+"reference"``) or by a teacher endpoint (``"teacher"``), as the paper distils it from a stronger
+LLM.
+
+Example::
+
+    summary = build_dataset("webshop", 600, "runs/webshop_sft.jsonl")
+    rows = read_examples("runs/webshop_sft.jsonl", split="train")
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import numpy as np
+
+from dreamgym_env.agents import make_policy
+from dreamgym_env.agents.registry import POLICY_NAMES
+from dreamgym_env.agents.rollouts import collect_trajectories
+from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN, ReferenceTransition, reference_transitions
+from dreamgym_env.envs.domain import ActionError, Domain, Split
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.experience.parsing import OutputParseError, parse_transition
+from dreamgym_env.experience.prompt import STRUCTURED_REASONING_CHARS, clip, messages, user_prompt
+from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
+
+if TYPE_CHECKING:
+    from dreamgym_env.curriculum.chat import ChatModel
+
+ReasoningSource = Literal["reference", "teacher"]
+StateMode = Literal["text", "structured"]
+DEFAULT_TEST_FRACTION: Final = 0.2
+"""Test examples written beside the train ones, as a share of ``n``."""
+DEFAULT_VARIATION_SHARE: Final = 0.25
+"""With a teacher, the share of train examples played on curriculum variations of train tasks."""
+MAX_COLLECT_ROUNDS: Final = 8
+"""Rounds of episodes per policy before a short pool is accepted as it is."""
+
+_TEACHER_SYSTEM = """You explain the transitions of a text environment. You are shown what the \
+environment was asked and what really happened next. In one or two sentences (at most {limit} \
+characters), say why this action leads to this next state and this reward. Answer with the \
+explanation only."""
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """What :func:`build_dataset` wrote: examples per split, policy and source, tasks, time."""
+
+    domain: str
+    state_mode: StateMode
+    train_examples: int
+    test_examples: int
+    train_tasks: int
+    test_tasks: int
+    generated_tasks: int
+    by_policy: dict[str, int]
+    reasoning_source: ReasoningSource
+    seconds: float
+    out: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def format(self) -> str:
+        lines = [
+            f"{self.out}: {self.train_examples} train examples ({self.train_tasks} tasks, "
+            f"{self.generated_tasks} generated) and {self.test_examples} test examples ({self.test_tasks} tasks)",
+            f"domain {self.domain}, {self.state_mode} states, reasoning from the {self.reasoning_source}, "
+            f"policies {dict(self.by_policy)}, {self.seconds:.1f} s",
+        ]
+        return "\n".join([*lines, *self.notes])
+
+
+def state_mode_of(domain: Domain) -> StateMode:
+    """Structured where the domain has a state schema (the backends' default), else text."""
+    return "structured" if domain.state_json_schema is not None else "text"
+
+
+def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -> str:
+    """The target answer, as a model constrained to the transition schema would write it.
+
+    In structured mode ``next_state`` is the state's JSON object; a whole-number reward is
+    written as an integer (the prompt asks for ``0 or 1``). The answer is checked with the
+    backends' own parser, so a target that no backend would accept raises :class:`DataError`.
+    """
+    structured = request.state_schema is not None
+    reward: float | int = int(truth.reward) if float(truth.reward).is_integer() else truth.reward
+    answer = {
+        "reasoning": reasoning,
+        "next_state": json.loads(truth.next_state) if structured else truth.next_state,
+        "reward": reward,
+        "done": truth.terminated,
+    }
+    text = json.dumps(answer, ensure_ascii=False)
+    try:
+        parse_transition(text, Usage(), request.state_schema)
+    except OutputParseError as exc:
+        raise DataError(
+            f"task {request.task.id!r}: the reference answer is not a valid transition: {exc}"
+        ) from exc
+    return text
+
+
+def _kind(domain: Domain, state: str, structured: bool) -> str | None:
+    if not structured or domain.state_kind_field is None:
+        return None
+    try:
+        return str(getattr(domain.parse_state(state), domain.state_kind_field))
+    except ValueError:
+        return None
+
+
+def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Transition) -> str:
+    """Why this transition happens, in the reference env's terms: what the action did, why the reward.
+
+    Written from the parsed action, the state's kind before and after (where the domain has
+    kinds) and the reward and episode end; at most
+    :data:`~dreamgym_env.experience.prompt.STRUCTURED_REASONING_CHARS` characters.
+    """
+    structured = request.state_schema is not None
+    action = domain.parse_action(request.action)
+    what = request.action if isinstance(action, ActionError) else f"{action.verb} {action.argument!r}".strip()
+    before, after = _kind(domain, request.state, structured), _kind(domain, truth.next_state, structured)
+    if before is not None and after is not None:
+        moved = (
+            f"keeps the {before} page"
+            if before == after
+            else f"leads from the {before} page to the {after} page"
+        )
+    else:
+        moved = "leaves the state unchanged" if truth.next_state == request.state else "changes the state"
+    if truth.terminated and truth.reward >= 1.0:
+        outcome = "It completes the task: reward 1, the episode ends."
+    elif truth.terminated and truth.reward > 0:
+        outcome = f"The episode ends with a partial score of {truth.reward:g}: the result only partly fits the task."
+    elif truth.terminated:
+        outcome = "The episode ends without completing the task: reward 0."
+    else:
+        outcome = "The task is not complete yet: reward 0."
+    return clip(f"The action {what} {moved}. {outcome}", STRUCTURED_REASONING_CHARS)
+
+
+class TeacherReasoning:
+    """Reasoning written by a teacher chat model shown the request and what really happened.
+
+    Arguments:
+        chat: a :class:`~dreamgym_env.curriculum.chat.ChatModel` (e.g. an ``EndpointChat``)
+            with a ``run`` method for sync use.
+    """
+
+    def __init__(self, chat: ChatModel) -> None:
+        self.chat = chat
+
+    def __call__(self, request: ExperienceRequest, truth: Transition) -> str:
+        outcome = (
+            f"# What really happened\nNext state: {truth.next_state}\n"
+            f"Reward: {truth.reward:g}, done: {str(truth.terminated).lower()}"
+        )
+        conversation = [
+            {"role": "system", "content": _TEACHER_SYSTEM.format(limit=STRUCTURED_REASONING_CHARS)},
+            {"role": "user", "content": f"{user_prompt(request)}\n\n{outcome}"},
+        ]
+        reply = self.chat.run(self.chat.complete(conversation))  # type: ignore[attr-defined]
+        text = " ".join((reply.text or "").split())
+        if not text:
+            raise DataError(f"the teacher gave no reasoning for task {request.task.id!r}")
+        return clip(text, STRUCTURED_REASONING_CHARS)
+
+
+def sft_example(
+    request: ExperienceRequest,
+    truth: Transition,
+    reasoning: str,
+    *,
+    split: Split,
+    policy: str,
+    reasoning_source: ReasoningSource,
+) -> dict[str, Any]:
+    """One JSONL row: TRL's conversational prompt-completion format plus where it came from.
+
+    ``prompt`` is exactly :func:`~dreamgym_env.experience.prompt.messages` for the request;
+    ``completion`` is the assistant's answer. ``request`` keeps the request's episode part
+    (task, history, state, action); its domain part (prompt, state schema) is the domain's.
+    """
+    return {
+        "prompt": messages(request.prompt, request),
+        "completion": [{"role": "assistant", "content": answer_text(request, truth, reasoning)}],
+        "split": split,
+        "domain": request.task.domain,
+        "state_mode": "structured" if request.state_schema is not None else "text",
+        "task_id": request.task.id,
+        "parent_id": request.task.parent_id,
+        "policy": policy,
+        "reasoning_source": reasoning_source,
+        "request": request.model_dump(mode="json", include={"task", "history", "state", "action"}),
+    }
+
+
+def request_of(row: dict[str, Any], domain: Domain | str) -> ExperienceRequest:
+    """The request a row was made from (its domain's prompt and, in structured mode, schema)."""
+    pack = get_domain(domain)
+    structured = row.get("state_mode") == "structured"
+    return ExperienceRequest(
+        prompt=pack.prompt, state_schema=pack.state_json_schema if structured else None, **row["request"]
+    )
+
+
+def policy_transitions(
+    domain: Domain,
+    split: Split,
+    policy: str,
+    count: int,
+    *,
+    seed: int,
+    tasks: Sequence[Task] | None = None,
+    history_len: int = DEFAULT_HISTORY_LEN,
+) -> list[ReferenceTransition]:
+    """``count`` valid reference transitions of ``policy``'s episodes on ``split``'s tasks (or ``tasks``).
+
+    Episodes are played until their valid transitions number at least twice ``count`` (or
+    :data:`MAX_COLLECT_ROUNDS` rounds), then ``count`` are drawn at random (seeded), in
+    episode order.
+    """
+    if count <= 0:
+        return []
+    env = domain.make_reference_env(split=split, max_steps=domain.max_episode_steps)
+    mode = state_mode_of(domain)
+    actor = make_policy(policy, domain, seed=seed)
+    pool: list[ReferenceTransition] = []
+    try:
+        for round_ in range(MAX_COLLECT_ROUNDS):
+            episodes = max(2, math.ceil((2 * count - len(pool)) / max(1, domain.max_episode_steps // 3)))
+            trajectories = collect_trajectories(
+                env,
+                actor,
+                episodes,
+                tasks=tasks,
+                seed=seed + 1000 * round_,
+                policy_name=policy,
+                progress=False,
+                state_mode=mode,
+            )
+            pool += reference_transitions(trajectories, domain, history_len=history_len)
+            if len(pool) >= 2 * count:
+                break
+    finally:
+        env.close()
+    picks = np.random.default_rng(seed).choice(len(pool), size=min(count, len(pool)), replace=False)
+    return [pool[int(i)] for i in sorted(picks)]
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+
+
+def build_dataset(
+    domain: Domain | str,
+    n: int,
+    out: str | Path,
+    *,
+    test_n: int | None = None,
+    seed: int = 0,
+    history_len: int = DEFAULT_HISTORY_LEN,
+    teacher: ChatModel | None = None,
+    variation_share: float = DEFAULT_VARIATION_SHARE,
+) -> DatasetSummary:
+    """Write ``n`` train and ``test_n`` test SFT examples of ``domain`` to the JSONL file ``out``.
+
+    Arguments:
+        domain: a domain pack or its name.
+        n: train examples (expert, noisy and random transitions in equal shares).
+        out: the JSONL file (one :func:`sft_example` a line).
+        test_n: test examples, from the test split's tasks (default: a fifth of ``n``).
+        seed: seeds the episodes, the policies and the draws.
+        history_len: past steps in each request, as the synthetic env sends them.
+        teacher: a chat model that writes the reasoning and the curriculum variations.
+        variation_share: with a teacher, the share of train examples played (by the expert) on
+            curriculum variations of the train tasks, where the domain checks generated tasks.
+    """
+    pack = get_domain(domain)
+    if n < 1:
+        raise ConfigurationError(f"n must be >= 1, got {n}")
+    test_n = max(1, round(n * DEFAULT_TEST_FRACTION)) if test_n is None else test_n
+    if test_n < 0 or not 0.0 <= variation_share < 1.0:
+        raise ConfigurationError("test_n must be >= 0 and variation_share in [0, 1)")
+    started = time.perf_counter()
+    source: ReasoningSource = "teacher" if teacher is not None else "reference"
+    write_reasoning = TeacherReasoning(teacher) if teacher is not None else None
+    notes: list[str] = []
+    generated: list[Task] = []
+    if teacher is not None and pack.task_variations() is not None and variation_share > 0:
+        from dreamgym_env.curriculum.generator import TaskGenerator
+
+        wanted = max(1, round(n * variation_share / pack.max_episode_steps))
+        report = TaskGenerator(teacher, pack).generate_sync(list(pack.tasks("train")), wanted)
+        generated = report.accepted
+        notes += [f"curriculum variations: {report.counts()}"] + ([report.note] if report.note else [])
+    elif teacher is None:
+        notes.append("no curriculum variations: they need a teacher to write them (--teacher-url)")
+    else:
+        notes.append(f"no curriculum variations: domain {pack.name!r} cannot check generated tasks")
+    plan: list[tuple[Split, str, int, Sequence[Task] | None]] = []
+    varied = round(n * variation_share) if generated else 0
+    for name, count in zip(POLICY_NAMES, _shares(n - varied, len(POLICY_NAMES)), strict=True):
+        plan.append(("train", name, count, None))
+    if varied:
+        plan.append(("train", "expert", varied, generated))
+    for name, count in zip(POLICY_NAMES, _shares(test_n, len(POLICY_NAMES)), strict=True):
+        plan.append(("test", name, count, None))
+    allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
+    allowed["train"] |= {t.id for t in generated}
+    train_parents = allowed["train"]
+    rows: list[dict[str, Any]] = []
+    by_policy: Counter[str] = Counter()
+    for index, (split, name, count, tasks) in enumerate(plan):
+        for reference in policy_transitions(
+            pack, split, name, count, seed=seed + 7919 * index, tasks=tasks, history_len=history_len
+        ):
+            task = reference.request.task
+            if task.id not in allowed[split] or (
+                task.parent_id is not None and task.parent_id not in train_parents
+            ):
+                raise DataError(
+                    f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak"
+                )
+            reasoning = (
+                write_reasoning(reference.request, reference.truth)
+                if write_reasoning is not None
+                else reference_reasoning(pack, reference.request, reference.truth)
+            )
+            rows.append(
+                sft_example(
+                    reference.request,
+                    reference.truth,
+                    reasoning,
+                    split=split,
+                    policy=name if tasks is None else f"{name}:variation",
+                    reasoning_source=source,
+                )
+            )
+            by_policy[rows[-1]["policy"]] += split == "train"
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    splits = {s: [r for r in rows if r["split"] == s] for s in ("train", "test")}
+    return DatasetSummary(
+        domain=pack.name,
+        state_mode=state_mode_of(pack),
+        train_examples=len(splits["train"]),
+        test_examples=len(splits["test"]),
+        train_tasks=len({r["task_id"] for r in splits["train"]}),
+        test_tasks=len({r["task_id"] for r in splits["test"]}),
+        generated_tasks=len(generated),
+        by_policy=dict(by_policy),
+        reasoning_source=source,
+        seconds=round(time.perf_counter() - started, 2),
+        out=str(out),
+        notes=notes,
+    )
+
+
+def iter_examples(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The rows of a dataset file, checked for the fields training needs."""
+    path = Path(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot read the dataset {path}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
+            if not isinstance(row, dict) or not {"prompt", "completion", "split", "task_id"} <= row.keys():
+                raise DataError(f"{path}:{number}: not an SFT example (prompt, completion, split, task_id)")
+            yield row
+
+
+def read_examples(path: str | Path, *, split: Split | None = None) -> list[dict[str, Any]]:
+    """The rows of a dataset file, those of ``split`` only when given."""
+    return [row for row in iter_examples(path) if split is None or row["split"] == split]

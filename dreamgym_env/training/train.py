@@ -1,0 +1,337 @@
+"""Supervised fine-tuning of an experience model: TRL's ``SFTTrainer`` with a PEFT LoRA adapter.
+
+The data are :mod:`.dataset` rows in TRL's conversational prompt-completion format, so the loss
+is on the answer only (``completion_only_loss``): the model learns to answer the backends'
+requests, not to write them. The base is a Hugging Face model directory, a GGUF file or a
+preset name of the embedded model (``qwen-0.5b``): ``transformers`` loads GGUF weights with the
+``gguf`` package, dequantised to float32, so the recipe needs no hub access. The same command
+uses a GPU when there is one (bfloat16 there).
+
+The output directory holds ``adapter/`` (the PEFT adapter and the tokenizer), ``adapter.gguf``
+(the llama.cpp adapter, :mod:`.export`) where the architecture allows, ``checkpoints/`` (resume
+with ``resume=True``) and the manifest :data:`MANIFEST_NAME`: the base, the domain, the train
+tasks (so that an evaluation can refuse to score seen tasks) and the measured cost.
+
+Example::
+
+    result = train_experience_model("runs/webshop_sft.jsonl", "qwen-0.5b", "runs/webshop-lora",
+                                     TrainConfig(max_steps=60))
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.experience.local import DEFAULT_N_CTX
+from dreamgym_env.experience.provision import PRESETS, check_gguf, model_file
+from dreamgym_env.training.dataset import read_examples
+from dreamgym_env.training.export import GGUF_ADAPTER_ARCHS, gguf_architecture, write_lora_gguf
+
+MANIFEST_NAME: Final = "dreamgym-experience.json"
+ADAPTER_DIR: Final = "adapter"
+ADAPTER_GGUF: Final = "adapter.gguf"
+CHECKPOINT_DIR: Final = "checkpoints"
+DEFAULT_TARGET_MODULES: Final = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+"""Every linear layer of a Qwen2/Llama block."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The recipe's knobs.
+
+    ``max_steps`` optimiser steps of ``batch_size * grad_accum`` examples (the data repeat as
+    needed); ``max_length`` tokens per example (default: the local backend's context, so nothing
+    a backend sends is cut); a checkpoint every ``save_steps`` (the last two kept);
+    ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
+    third more compute); ``threads``: torch's CPU threads (default: torch's choice; on a busy
+    machine fewer threads than cores can be much faster); ``max_minutes``: stop after the step
+    that passes this much training time (the adapter is written as after ``max_steps``).
+    """
+
+    max_steps: int = 200
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    target_modules: tuple[str, ...] = DEFAULT_TARGET_MODULES
+    learning_rate: float = 2e-4
+    batch_size: int = 1
+    grad_accum: int = 1
+    max_length: int = DEFAULT_N_CTX
+    save_steps: int = 20
+    warmup_steps: int = 0
+    seed: int = 0
+    gradient_checkpointing: bool = False
+    threads: int | None = None
+    max_minutes: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "lora_r", "batch_size", "grad_accum", "max_length", "save_steps"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigurationError(f"threads must be >= 1, got {self.threads}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ConfigurationError(f"max_minutes must be > 0, got {self.max_minutes}")
+        if self.learning_rate <= 0 or not 0 <= self.lora_dropout < 1:
+            raise ConfigurationError("learning_rate must be > 0 and lora_dropout in [0, 1)")
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """A training run's manifest: what was trained on what, where its parts are, what it cost."""
+
+    directory: Path
+    base: str
+    base_gguf: Path | None
+    adapter_gguf: Path | None
+    domain: str
+    train_task_ids: frozenset[str]
+    config: dict[str, Any]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def adapter_dir(self) -> Path:
+        return self.directory / ADAPTER_DIR
+
+    def save(self) -> None:
+        payload = {
+            "base": self.base,
+            "base_gguf": str(self.base_gguf) if self.base_gguf else None,
+            "adapter_gguf": self.adapter_gguf.name if self.adapter_gguf else None,
+            "domain": self.domain,
+            "train_task_ids": sorted(self.train_task_ids),
+            "config": self.config,
+            "stats": self.stats,
+        }
+        (self.directory / MANIFEST_NAME).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: str | Path) -> TrainedModel:
+        directory = Path(directory)
+        try:
+            payload = json.loads((directory / MANIFEST_NAME).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(
+                f"{directory} is not a trained experience model (no readable {MANIFEST_NAME}): {exc}"
+            ) from None
+        return cls(
+            directory=directory,
+            base=payload["base"],
+            base_gguf=Path(payload["base_gguf"]) if payload.get("base_gguf") else None,
+            adapter_gguf=directory / payload["adapter_gguf"] if payload.get("adapter_gguf") else None,
+            domain=payload["domain"],
+            train_task_ids=frozenset(payload.get("train_task_ids", ())),
+            config=payload.get("config", {}),
+            stats=payload.get("stats", {}),
+        )
+
+
+def resolve_base(base: str) -> tuple[Path, str | None]:
+    """``base`` as (a directory, the GGUF file's name in it or ``None`` for a Hugging Face directory).
+
+    A preset name is provisioned as the local backend does (:func:`~dreamgym_env.experience.provision.model_file`).
+    """
+    if base.strip().lower() in PRESETS:
+        path, _ = model_file(preset=base)
+        return path.parent, path.name
+    path = Path(base).expanduser()
+    if path.is_file():
+        check_gguf(path)
+        return path.parent, path.name
+    if (path / "config.json").is_file():
+        return path, None
+    raise ConfigurationError(
+        f"base {base!r} is neither a preset ({', '.join(PRESETS)}), a GGUF file nor a Hugging Face model directory"
+    )
+
+
+def load_base(base: str, *, dtype: Any = None) -> tuple[Any, Any]:
+    """The base model and its tokenizer (a GGUF dequantised by ``transformers``); pad token set."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    directory, gguf_file = resolve_base(base)
+    kwargs: dict[str, Any] = {"gguf_file": gguf_file} if gguf_file else {}
+    tokenizer = AutoTokenizer.from_pretrained(directory, **kwargs)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not tokenizer.chat_template:
+        raise ConfigurationError(f"base {base!r} has no chat template: an experience model is a chat model")
+    model = AutoModelForCausalLM.from_pretrained(directory, dtype=dtype, **kwargs)
+    quantizer = getattr(model, "hf_quantizer", None)
+    if gguf_file and quantizer is not None:
+        # transformers dequantises GGUF weights into plain tensors but keeps the quantizer's mark,
+        # which makes the Trainer refuse the model; the mark describes the file, not these weights.
+        quantizer.remove_quantization_config(model)
+    return model, tokenizer
+
+
+def progress_callback(max_steps: int, *, enabled: bool = True, max_minutes: float | None = None) -> Any:
+    """A trainer callback: a progress bar with loss, tokens per second and ETA (tqdm's).
+
+    With ``max_minutes`` it also stops training after the step that passes that time.
+    """
+    from tqdm.auto import tqdm
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.bar: Any = None
+            self.started = 0.0
+            self.tokens0 = 0
+            self.loss: float | None = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.bar = tqdm(
+                total=max_steps, initial=state.global_step, desc="train", unit="step", disable=not enabled
+            )
+            self.started, self.tokens0 = time.perf_counter(), int(state.num_input_tokens_seen or 0)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            if logs and "loss" in logs:
+                self.loss = float(logs["loss"])
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            elapsed = max(1e-9, time.perf_counter() - self.started)
+            rate = (int(state.num_input_tokens_seen or 0) - self.tokens0) / elapsed
+            postfix = {"tok/s": f"{rate:.0f}"}
+            if self.loss is not None:
+                postfix["loss"] = f"{self.loss:.3f}"
+            self.bar.set_postfix(postfix, refresh=False)
+            self.bar.update(state.global_step - self.bar.n)
+            if max_minutes is not None and elapsed > 60 * max_minutes:
+                control.should_training_stop = True
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.bar.close()
+
+    return Progress()
+
+
+def train_experience_model(
+    data: str | Path,
+    base: str,
+    out: str | Path,
+    config: TrainConfig | None = None,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+) -> TrainedModel:
+    """Fine-tune ``base`` with LoRA on the train rows of the dataset ``data``; write to ``out``.
+
+    With ``resume`` the run continues from the last checkpoint in ``out`` (same data and
+    config). Returns the manifest, with the stats: steps, examples, tokens, seconds, tokens
+    per second and the final training loss.
+    """
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import PrinterCallback
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTConfig, SFTTrainer
+
+    config = config or TrainConfig()
+    rows = read_examples(data, split="train")
+    if not rows:
+        raise DataError(f"{data} has no train examples")
+    domains = {row.get("domain") for row in rows}
+    if len(domains) != 1:
+        raise DataError(
+            f"{data} mixes domains {sorted(map(str, domains))}: train one experience model a domain"
+        )
+    out = Path(out)
+    checkpoints = out / CHECKPOINT_DIR
+    last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    if resume and last is None:
+        raise ConfigurationError(f"nothing to resume: no checkpoint in {checkpoints}")
+    gpu = torch.cuda.is_available()
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    model, tokenizer = load_base(base, dtype=torch.bfloat16 if gpu else torch.float32)
+    dataset = Dataset.from_list([{"prompt": row["prompt"], "completion": row["completion"]} for row in rows])
+    args = SFTConfig(
+        output_dir=str(checkpoints),
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum,
+        learning_rate=config.learning_rate,
+        warmup_steps=config.warmup_steps,
+        max_length=config.max_length,
+        completion_only_loss=True,
+        packing=False,
+        logging_steps=1,
+        save_steps=config.save_steps,
+        save_total_limit=2,
+        seed=config.seed,
+        report_to=[],
+        disable_tqdm=True,
+        include_num_input_tokens_seen="all",
+        activation_checkpointing=config.gradient_checkpointing,
+        use_cpu=not gpu,
+        bf16=gpu,
+        dataloader_num_workers=0,
+    )
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora,
+        callbacks=[progress_callback(config.max_steps, enabled=progress, max_minutes=config.max_minutes)],
+    )
+    trainer.remove_callback(PrinterCallback)  # the progress bar reports instead
+    started = time.perf_counter()
+    result = trainer.train(resume_from_checkpoint=last if resume else None)
+    seconds = time.perf_counter() - started
+    out.mkdir(parents=True, exist_ok=True)
+    adapted: Any = trainer.model  # the PEFT model
+    adapted.save_pretrained(out / ADAPTER_DIR)
+    tokenizer.save_pretrained(out / ADAPTER_DIR)
+    directory, gguf_file = resolve_base(base)
+    base_gguf = directory / gguf_file if gguf_file else None
+    arch = gguf_architecture(base_gguf) if base_gguf else str(model.config.model_type)
+    adapter_gguf = None
+    if arch in GGUF_ADAPTER_ARCHS:
+        adapter_gguf = out / ADAPTER_GGUF
+        write_lora_gguf(adapted, adapter_gguf, arch=arch)
+    state = trainer.state
+    tokens = int(state.num_input_tokens_seen or 0)
+    losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
+    stats = {
+        "steps": int(state.global_step),
+        "examples": len(rows),
+        "epochs": round(state.global_step * config.batch_size * config.grad_accum / len(rows), 2),
+        "tokens": tokens,
+        "seconds": round(seconds, 1),
+        "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
+        "first_loss": losses[0] if losses else None,
+        "final_loss": losses[-1] if losses else None,
+        "train_loss": float(result.training_loss) if math.isfinite(result.training_loss) else None,
+        "device": "cuda" if gpu else "cpu",
+        "resumed_from": Path(last).name if resume and last else None,
+    }
+    trained = TrainedModel(
+        directory=out,
+        base=base,
+        base_gguf=base_gguf,
+        adapter_gguf=adapter_gguf,
+        domain=str(next(iter(domains))),
+        train_task_ids=frozenset(str(row["task_id"]) for row in rows),
+        config={**asdict(config), "target_modules": list(config.target_modules), "data": str(data)},
+        stats=stats,
+    )
+    trained.save()
+    return trained

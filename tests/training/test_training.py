@@ -1,0 +1,308 @@
+"""The training recipe end to end on a tiny model built here (no download, one CPU thread)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("peft")
+pytest.importorskip("gguf")
+pytest.importorskip("trl")
+torch = pytest.importorskip("torch")
+
+from typer.testing import CliRunner
+
+from dreamgym_env.cli import app
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.experience.local import LocalExperienceModel, LocalSettings
+from dreamgym_env.experience.parsing import parse_transition
+from dreamgym_env.experience.prompt import STRUCTURED_REASONING_CHARS
+from dreamgym_env.rl.tiny_lm import train_tokenizer
+from dreamgym_env.training.dataset import (
+    build_dataset,
+    read_examples,
+    reference_reasoning,
+    request_of,
+)
+from dreamgym_env.training.export import read_lora_gguf
+from dreamgym_env.training.serving import TransformersExperienceModel
+from dreamgym_env.training.train import (
+    TrainConfig,
+    TrainedModel,
+    train_experience_model,
+)
+from dreamgym_env.types import Transition, Usage
+
+WEBSHOP = get_domain("webshop")
+TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}</s>\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:{% endif %}"
+)
+"""Turns end with the end-of-sequence token, as Qwen's ``<|im_end|>``: a model learns to stop."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny models run fastest on one thread, and the machine's other cores stay free."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("data") / "webshop.jsonl"
+    build_dataset(WEBSHOP, 6, path, test_n=6, seed=1)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory, dataset) -> Path:
+    """A 2-layer Qwen2 (hidden 64) and a BPE tokenizer trained on the data; the first answer is one token.
+
+    One token a whole answer lets twenty steps teach the model to write it (so that serving can
+    be checked to give a valid transition); a wide embedding initialisation lets its logits peak;
+    the chat template ends each turn with the end-of-sequence token, so the model learns to stop.
+    """
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    rows = read_examples(dataset)
+    tokenizer = train_tokenizer(
+        [m["content"] for row in rows for m in row["prompt"] + row["completion"]], 1000
+    )
+    tokenizer.add_tokens([rows[0]["completion"][0]["content"]])
+    tokenizer.chat_template = TEMPLATE
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+        initializer_range=0.5,
+    )
+    torch.manual_seed(0)
+    directory = tmp_path_factory.mktemp("base")
+    Qwen2ForCausalLM(config).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def one_example(tmp_path_factory, dataset) -> Path:
+    path = tmp_path_factory.mktemp("one") / "one.jsonl"
+    path.write_text(json.dumps(read_examples(dataset)[0]) + "\n", encoding="utf-8")
+    return path
+
+
+RECIPE = {"lora_r": 16, "lora_alpha": 32, "learning_rate": 2e-2, "save_steps": 1, "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def two_steps(tmp_path_factory, one_example, tiny_base) -> TrainedModel:
+    out = tmp_path_factory.mktemp("trained")
+    return train_experience_model(
+        one_example, str(tiny_base), out, TrainConfig(max_steps=2, **RECIPE), progress=False
+    )
+
+
+@pytest.fixture(scope="module")
+def memorised(two_steps, one_example, tiny_base) -> TrainedModel:
+    """The two-step run resumed to twenty steps: the model now writes its one answer."""
+    return train_experience_model(
+        one_example,
+        str(tiny_base),
+        two_steps.directory,
+        TrainConfig(max_steps=20, **RECIPE),
+        resume=True,
+        progress=False,
+    )
+
+
+class Recording:
+    """A local runtime double that records the request body and answers ``answer``."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer, self.bodies, self.settings = answer, [], None
+
+    def __call__(self, path: Path, settings: LocalSettings) -> Recording:
+        self.settings = settings
+        return self
+
+    def chat(self, body: dict[str, Any], should_stop: Any) -> dict[str, Any]:
+        self.bodies.append(body)
+        message = {"role": "assistant", "content": self.answer}
+        return {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {}}
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def gguf_file(tmp_path) -> Path:
+    path = tmp_path / "tiny-test.gguf"
+    path.write_bytes(b"GGUF" + bytes(64))
+    return path
+
+
+def test_examples_are_the_requests_the_local_backend_sends(dataset, gguf_file):
+    rows = read_examples(dataset)
+    assert rows
+    for row in rows:
+        answer = row["completion"][0]["content"]
+        runtime = Recording(answer)
+        model = LocalExperienceModel(gguf_file, runtime_factory=runtime)
+        try:
+            transition = model.predict_one(request_of(row, WEBSHOP))
+        finally:
+            model.close()
+        assert runtime.bodies[0]["messages"] == row["prompt"]  # the very messages, nothing re-ordered
+        target = json.loads(answer)
+        assert json.loads(transition.next_state) == target["next_state"]  # and the backend accepts the target
+        assert (transition.reward, transition.terminated) == (target["reward"], target["done"])
+
+
+def test_the_split_holds_no_task_in_both_halves(dataset):
+    rows = read_examples(dataset)
+    train = {row["task_id"] for row in rows if row["split"] == "train"}
+    test = {row["task_id"] for row in rows if row["split"] == "test"}
+    assert train and test and not train & test
+    assert train <= {t.id for t in WEBSHOP.tasks("train")}
+    assert test <= {t.id for t in WEBSHOP.tasks("test")}
+    assert {row["policy"] for row in rows} == {"expert", "noisy", "random"}
+    assert {row["reasoning_source"] for row in rows} == {"reference"}
+
+
+def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(dataset):
+    for row in read_examples(dataset):
+        request = request_of(row, WEBSHOP)
+        answer = json.loads(row["completion"][0]["content"])
+        truth = Transition(
+            next_state=json.dumps(answer["next_state"]), reward=answer["reward"], terminated=answer["done"]
+        )
+        reasoning = reference_reasoning(WEBSHOP, request, truth)
+        assert reasoning == answer["reasoning"]
+        assert len(reasoning) <= STRUCTURED_REASONING_CHARS
+        assert f"reward {answer['reward']:g}" in reasoning or "partial score" in reasoning
+        assert f"to the {answer['next_state']['kind']} page" in reasoning or "keeps the" in reasoning
+
+
+def test_train_runs_two_steps_and_writes_the_adapter(two_steps, one_example):
+    assert two_steps.stats["steps"] == 2 and two_steps.stats["tokens"] > 0
+    assert (two_steps.adapter_dir / "adapter_config.json").is_file()
+    assert two_steps.adapter_gguf is not None and two_steps.adapter_gguf.is_file()
+    reloaded = TrainedModel.load(two_steps.directory)
+    assert reloaded.train_task_ids == {read_examples(one_example)[0]["task_id"]}
+    assert reloaded.domain == "webshop"
+
+
+def test_the_gguf_adapter_holds_the_peft_weights_under_llama_cpp_names(two_steps):
+    from safetensors.torch import load_file
+
+    metadata, tensors = read_lora_gguf(two_steps.adapter_gguf)
+    assert metadata == {
+        "general.type": "adapter",
+        "general.architecture": "qwen2",
+        "adapter.type": "lora",
+        "adapter.lora.alpha": 32.0,
+    }
+    peft = load_file(str(two_steps.adapter_dir / "adapter_model.safetensors"))
+    assert len(tensors) == len(peft) == 2 * 7 * 2  # A and B, 7 linear layers, 2 blocks
+    a = peft["base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight"].numpy()
+    b = peft["base_model.model.model.layers.0.mlp.down_proj.lora_B.weight"].numpy()
+    assert (tensors["blk.1.attn_q.weight.lora_a"] == a).all() and a.shape == (16, 64)
+    assert (tensors["blk.0.ffn_down.weight.lora_b"] == b).all() and b.shape == (64, 16)
+
+
+def test_resume_continues_and_the_served_model_answers_a_valid_transition(memorised, one_example):
+    assert memorised.stats["steps"] == 20 and memorised.stats["resumed_from"] == "checkpoint-2"
+    row = read_examples(one_example)[0]
+    model = TransformersExperienceModel(memorised.directory, max_new_tokens=8, max_output_reasks=0)
+    try:
+        transition = model.predict_one(request_of(row, WEBSHOP))
+    finally:
+        model.close()
+    expected = parse_transition(row["completion"][0]["content"], Usage(), WEBSHOP.state_json_schema)
+    assert WEBSHOP.parse_state(transition.next_state) == WEBSHOP.parse_state(expected.next_state)
+    assert (transition.reward, transition.terminated) == (expected.reward, expected.terminated)
+
+
+def test_resume_without_a_checkpoint_is_refused(one_example, tiny_base, tmp_path):
+    with pytest.raises(ConfigurationError, match="nothing to resume"):
+        train_experience_model(one_example, str(tiny_base), tmp_path, TrainConfig(max_steps=1), resume=True)
+
+
+def test_the_local_backend_loads_the_adapter_under_its_own_model_id(two_steps, gguf_file):
+    runtime = Recording("{}")
+    model = LocalExperienceModel(gguf_file, runtime_factory=runtime, lora_adapter=str(two_steps.adapter_gguf))
+    model.load()
+    assert runtime.settings is not None and runtime.settings.lora_adapter == str(two_steps.adapter_gguf)
+    assert model.model_id == "tiny-test.gguf+adapter.gguf"  # cached transitions of the base never answer it
+    model.close()
+    with pytest.raises(DataError, match="model file not found"):
+        LocalExperienceModel(
+            gguf_file, runtime_factory=runtime, lora_adapter=str(gguf_file.parent / "none.gguf")
+        )
+
+
+def test_a_dataset_without_train_rows_is_refused(dataset, tiny_base, tmp_path):
+    test_only = tmp_path / "test.jsonl"
+    test_only.write_text(
+        "".join(json.dumps(r) + "\n" for r in read_examples(dataset, split="test")), encoding="utf-8"
+    )
+    with pytest.raises(DataError, match="no train examples"):
+        train_experience_model(test_only, str(tiny_base), tmp_path / "out", TrainConfig(max_steps=1))
+
+
+def test_the_dataset_command(tmp_path):
+    out = tmp_path / "data.jsonl"
+    result = CliRunner().invoke(
+        app, ["experience", "dataset", "--domain", "webshop", "--n", "3", "--test-n", "3", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "3 train examples" in result.output and "reasoning from the reference" in result.output
+    assert len(read_examples(out, split="train")) == 3 and len(read_examples(out, split="test")) == 3
+
+
+def test_compare_models_asks_every_model_the_same_transitions_batch_by_batch(monkeypatch, two_steps):
+    from dreamgym_env.bench.sampling import sample_transitions
+    from dreamgym_env.envs.oracle import OracleExperienceModel
+    from dreamgym_env.testing import ScriptedExperienceModel
+    from dreamgym_env.training import evaluate
+
+    echo = ScriptedExperienceModel()
+    models = {"oracle": (OracleExperienceModel(WEBSHOP), None), "echo": (echo, None)}
+    monkeypatch.setattr(evaluate, "load_model", lambda spec, backend: models[spec])
+    seen: list[list[int]] = []
+    results = evaluate.compare_models(
+        ["oracle", "echo"], n=6, domain="webshop", on_batch=lambda rs: seen.append([r.report.n for r in rs])
+    )
+    assert seen == [[4, 4], [6, 6]]
+    oracle, echoed = results
+    assert oracle.report.reward_agreement == 1.0 and oracle.report.valid == 1.0
+    assert echoed.report.valid == 0.0  # an echoed page is no WebShop state
+    drawn = [s.reference.request for s in sample_transitions(WEBSHOP, 6, seed=0)]
+    assert echo.requests == drawn  # the very transitions the shared sampler draws, in order
+
+    leaky = TrainedModel(
+        directory=two_steps.directory,
+        base="x",
+        base_gguf=None,
+        adapter_gguf=None,
+        domain="webshop",
+        train_task_ids=frozenset({drawn[0].task.id}),
+        config={},
+    )
+    models["leaky"] = (ScriptedExperienceModel(), leaky)
+    with pytest.raises(DataError, match="seen in training"):
+        evaluate.compare_models(["oracle", "leaky"], n=6)
