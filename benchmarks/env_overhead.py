@@ -6,7 +6,11 @@
    calls) against the ideal N / latency, over an in-process model and over HTTP to the local
    test server (in its own process), and Gymnasium's AsyncVectorEnv (one process per sub-env) over the same envs.
 
+``--http-client openai`` sends the HTTP requests through the ``openai`` client instead of the
+package's aiohttp path (the path before issue 17, from ``benchmarks/http_path.py``), to compare.
+
 Run: python benchmarks/env_overhead.py [--steps 3000] [--latency 0.1] [--sizes 16,32,64,128,256]
+     [--http-client aiohttp|openai]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import gymnasium as gym
+from http_path import PATHS
 from rich.console import Console
 from rich.table import Table
 
@@ -99,6 +104,9 @@ def main() -> None:
     parser.add_argument(
         "--async-max", type=int, default=64, help="largest N for AsyncVectorEnv (a process each)"
     )
+    parser.add_argument(
+        "--http-client", choices=sorted(PATHS), default="aiohttp", help="the HTTP exchange of the transport"
+    )
     args = parser.parse_args()
     console = Console()
 
@@ -109,11 +117,15 @@ def main() -> None:
     table.add_row(str(args.steps), f"{p50:.3f}", f"{p99:.3f}", "p50 <= 1 ms")
     console.print(table)
 
-    table = Table(title=f"Vector throughput at {args.latency * 1e3:.0f} ms model latency (sub-env steps/s)")
+    table = Table(
+        title=f"Vector throughput at {args.latency * 1e3:.0f} ms model latency (sub-env steps/s; "
+        f"HTTP through {args.http_client})"
+    )
     for column in ("N", "ideal", "in-process", "ratio", "HTTP server", "ratio", "AsyncVectorEnv", "ratio"):
         table.add_column(column)
     with server_process(args.latency) as url:
         http_model = OpenAIExperienceModel(base_url=url, model="bench", max_concurrency=512)
+        http_model.transport = PATHS[args.http_client](http_model.config)
         for n in (int(s) for s in args.sizes.split(",")):
             ideal = n / args.latency
             local = vector_rate(

@@ -8,6 +8,7 @@ Failures of the outside world (a model endpoint, its output) are kept apart from
     │   └── SpaceMismatchError      a wrapper or switch got spaces it does not accept
     ├── UnknownNameError            an unknown env id, domain, preset or task (suggests one)
     ├── DataError                   a data file (offline JSONL, buffer, model file) is unusable
+    ├── WorkerLostError             a worker process holding sub-envs (a Ray actor) died
     └── ExperienceModelError        the experience model failed after its retries
         ├── ModelTransportError     the endpoint could not be reached or kept failing
         │   ├── ModelTimeoutError   every attempt timed out, or the request's deadline passed
@@ -61,6 +62,28 @@ class UnknownNameError(DreamGymError, KeyError):
 
 class DataError(DreamGymError):
     """A data file (offline trajectories, replay buffer, model weights) cannot be used."""
+
+
+class WorkerLostError(DreamGymError):
+    """A worker process that held sub-envs (a Ray actor, its process or its node) died.
+
+    Attributes:
+        sub_envs: the indices of the sub-envs that were lost with it.
+        completed: the results that the other workers returned for the same step, by sub-env
+            index: ``(observation, reward, terminated, truncated, info)``; their sub-envs have
+            recorded that step.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        sub_envs: Iterable[int] = (),
+        completed: dict[int, tuple[object, ...]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.sub_envs = list(sub_envs)
+        self.completed = dict(completed or {})
 
 
 class ExperienceModelError(DreamGymError):

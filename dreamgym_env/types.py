@@ -115,6 +115,17 @@ class ExperienceRequest(BaseModel):
     demonstrations: list[Demonstration] = Field(default_factory=list)
 
 
+class EndpointCounts(BaseModel):
+    """Running totals of one model endpoint: HTTP requests sent, and those that failed.
+
+    A failure is a connection error, a timeout, HTTP 429 or 5xx, or an HTTP 200 that is not a
+    chat completion (each was retried, on another endpoint where there are several).
+    """
+
+    requests: int = 0
+    failures: int = 0
+
+
 class Usage(BaseModel):
     """Cost accounting of one model answer.
 
@@ -122,7 +133,9 @@ class Usage(BaseModel):
     spent); ``cache_hits`` / ``cache_misses`` are that cache's running totals (0 without one).
     ``cached_prompt_tokens`` counts the prompt tokens the model server reused from its KV cache
     (a prefix shared with an earlier call) instead of evaluating them; the evaluated ones are
-    ``prompt_tokens - cached_prompt_tokens``.
+    ``prompt_tokens - cached_prompt_tokens``. Behind HTTP endpoints, ``endpoint`` names the one
+    that answered (its URL, never with credentials) and ``endpoints`` holds the running
+    :class:`EndpointCounts` of each endpoint of the model (empty for in-process models).
     """
 
     prompt_tokens: int = 0
@@ -134,6 +147,8 @@ class Usage(BaseModel):
     model: str = ""
     cache_hits: int = 0
     cache_misses: int = 0
+    endpoint: str = ""
+    endpoints: dict[str, EndpointCounts] = Field(default_factory=dict)
 
 
 class Transition(BaseModel):

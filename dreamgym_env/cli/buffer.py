@@ -48,7 +48,12 @@ def build_command(
     source_file: Annotated[
         Path, typer.Option("--from", help="Offline trajectories (JSONL, `dreamgym collect` output).")
     ],
-    out: Annotated[Path, typer.Option("--out", help="The buffer file (SQLite); extended when it exists.")],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out", help="The buffer: a SQLite file or a postgresql:// URL; extended when it exists."
+        ),
+    ],
     embedder: Annotated[
         str | None,
         typer.Option(
@@ -79,7 +84,9 @@ def build_command(
 
 
 @buffer_app.command("stats")
-def stats_command(buffer: Annotated[Path, typer.Argument(help="A buffer file.")]) -> None:
+def stats_command(
+    buffer: Annotated[str, typer.Argument(help="A buffer: a SQLite file or a postgresql:// URL.")],
+) -> None:
     """Print a buffer's size by source and domain, episodes, tasks and embedder."""
     try:
         stats = buffer_stats(buffer)

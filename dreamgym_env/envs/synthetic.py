@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import gymnasium as gym
+import numpy as np
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
@@ -194,15 +195,15 @@ class DreamEnv(gym.Env[str, str]):
     def tasks(self) -> Sequence[Task]:
         return self._tasks if self._tasks is not None else self.domain.tasks(self.split)  # type: ignore[arg-type]
 
-    def resolve_task(self, spec: Task | str | None) -> Task:
-        """Turn a Task, a task id or an instruction into a Task; ``None`` draws one at random."""
+    def resolve_task(self, spec: Task | str | None, rng: np.random.Generator | None = None) -> Task:
+        """Turn a Task, a task id or an instruction into a Task; ``None`` draws one with ``rng`` (default: the env's)."""
         if isinstance(spec, Task):
             return spec
         tasks = self.tasks
         if spec is None:
             if not tasks:
                 raise ConfigurationError(f"domain {self.domain.name!r} has no tasks in split {self.split!r}")
-            return tasks[int(self.np_random.integers(len(tasks)))]
+            return tasks[int((rng or self.np_random).integers(len(tasks)))]
         if not isinstance(spec, str):
             raise ConfigurationError(
                 f"options['task'] must be a Task, a task id or an instruction, got {type(spec).__name__}"

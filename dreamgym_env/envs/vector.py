@@ -95,6 +95,9 @@ class DreamVectorEnv(VectorEnv):
         self._autoreset = np.zeros(num_envs, dtype=bool)
         self.autoreset_options: Callable[[int], dict[str, Any] | None] | None = None
         """Called with a sub-env index at its autoreset; its options (e.g. a curriculum's task) apply."""
+        self.sub_env_infos: list[dict[str, Any]] = []
+        """The last reset's or step's info of each sub-env, before batching (batching is lossy:
+        a key's layout follows its first sub-env's value)."""
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
@@ -111,6 +114,7 @@ class DreamVectorEnv(VectorEnv):
             observations.append(obs)
             infos.append(info)
         self._autoreset[:] = False
+        self.sub_env_infos = infos
         return tuple(observations), batch_infos(infos)
 
     def _seeds(self, seed: int | list[int | None] | None) -> list[int | None]:
@@ -134,8 +138,10 @@ class DreamVectorEnv(VectorEnv):
         if group_size is not None:
             if group_size < 1 or self.num_envs % group_size:
                 raise ConfigurationError(f"group_size {group_size} must divide num_envs {self.num_envs}")
+            # Drawn with the vector env's generator, which reset(seed=...) has just seeded.
             drawn = [
-                self.envs[0].resolve_task(options.get("task")) for _ in range(self.num_envs // group_size)
+                self.envs[0].resolve_task(options.get("task"), self.np_random)
+                for _ in range(self.num_envs // group_size)
             ]
             return [drawn[i // group_size] for i in range(self.num_envs)]
         return [None] * self.num_envs
@@ -204,6 +210,7 @@ class DreamVectorEnv(VectorEnv):
             observations[i], rewards[i], terminations[i], truncations[i], info = result
             infos.append(info)
         self._autoreset = terminations | truncations
+        self.sub_env_infos = infos
         return tuple(observations), rewards, terminations, truncations, batch_infos(infos)
 
     def render(self) -> tuple[Any, ...] | None:

@@ -25,7 +25,8 @@ class ChatReply:
     """One answer of an endpoint.
 
     ``text`` is ``None`` when the answer had no choice; ``finish_reason`` ``"length"`` means it
-    was cut at the token limit; ``calls`` counts the calls it took, retries included.
+    was cut at the token limit; ``calls`` counts the calls it took, retries included;
+    ``endpoint`` names the endpoint that answered (its URL without credentials).
     """
 
     text: str | None
@@ -33,6 +34,7 @@ class ChatReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 1
+    endpoint: str = ""
 
 
 def reask_messages(messages_sent: Messages, output: str, problem: str) -> Messages:

@@ -17,6 +17,11 @@ How long a call may take:
 The variables take seconds, or ``none``/``off`` for no limit. When the deadline passes,
 :class:`~dreamgym_env.errors.ModelTimeoutError` is raised even if retries remain.
 
+Several endpoints serving the same model: ``base_url`` takes a list, or a comma-separated
+string (``DREAMGYM_BASE_URL=http://a:8000/v1,http://b:8000/v1``); each request goes to the one
+with the fewest requests in flight, and one that fails is left out for ``cooldown_s`` (see
+:mod:`dreamgym_env.experience.endpoints`). ``base_urls`` holds them all, ``base_url`` the first.
+
 The API key is a :class:`pydantic.SecretStr`: it never shows in ``repr``, ``str``, logs or errors;
 nor does a password in the base URL (``http://user:pass@host/v1``), which shows as ``***``.
 """
@@ -28,7 +33,7 @@ import enum
 import math
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit, urlunsplit
 
@@ -40,6 +45,7 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
+    model_validator,
 )
 
 from dreamgym_env.errors import ConfigurationError
@@ -58,6 +64,8 @@ DEFAULT_BACKOFF_BASE_S: Final = 0.5
 DEFAULT_BACKOFF_MAX_S: Final = 8.0
 DEFAULT_JITTER: Final = 0.5
 DEFAULT_MAX_OUTPUT_REASKS: Final = 2
+DEFAULT_COOLDOWN_S: Final = 5.0
+"""How long an endpoint that failed (connection, timeout, 5xx) is left out when there are several."""
 
 ENV_PREFIXES: Final = ("DREAMGYM_", "OPENAI_")
 """Environment variable prefixes, in the order they are read."""
@@ -101,12 +109,13 @@ class EndpointConfig(BaseModel):
     """Settings of an OpenAI-compatible endpoint backend.
 
     Build it with :meth:`resolve` to read the environment; the constructor takes values as given.
-    ``base_url`` accepts shorthand: ``localhost:8000`` becomes ``http://localhost:8000/v1``.
+    ``base_url`` accepts shorthand: ``localhost:8000`` becomes ``http://localhost:8000/v1``; and
+    several endpoints of the same model, as a list or comma-separated (stored in ``base_urls``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    base_url: str = DEFAULT_BASE_URL
+    base_urls: tuple[str, ...] = (DEFAULT_BASE_URL,)
     api_key: SecretStr = SecretStr(NO_KEY)
     model: str = DEFAULT_MODEL
     timeout_s: float | None = Field(default=DEFAULT_TIMEOUT_S, gt=0)
@@ -116,11 +125,32 @@ class EndpointConfig(BaseModel):
     max_tokens: int = Field(default=DEFAULT_MAX_TOKENS, ge=1)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     max_output_reasks: int = Field(default=DEFAULT_MAX_OUTPUT_REASKS, ge=0)
+    cooldown_s: float = Field(default=DEFAULT_COOLDOWN_S, ge=0)
 
-    @field_validator("base_url", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _normalise_base_url(cls, value: Any) -> Any:
-        return normalise_base_url(value) if isinstance(value, str) else value
+    def _base_url_is_base_urls(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "base_url" in values:
+            if "base_urls" in values:
+                raise ValueError("pass base_url or base_urls, not both")
+            values = {**values, "base_urls": values["base_url"]}
+            del values["base_url"]
+        return values
+
+    @field_validator("base_urls", mode="before")
+    @classmethod
+    def _normalise_base_urls(cls, value: Any) -> Any:
+        urls = split_base_urls(value)
+        if not urls:
+            raise ValueError("base_url is empty")
+        if not all(isinstance(url, str) for url in urls):
+            raise ValueError("base_url must be a URL, a comma-separated list of URLs or a list of URLs")
+        normalised = [normalise_base_url(url) for url in urls]
+        names = [endpoint_name(url) for url in normalised]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"endpoint listed twice: {', '.join(twice)}")
+        return tuple(normalised)
 
     @field_validator("api_key", mode="before")
     @classmethod
@@ -141,13 +171,18 @@ class EndpointConfig(BaseModel):
             return RetryPolicy(max_attempts=value)
         return value
 
-    @field_serializer("base_url", when_used="json")
-    def _url_without_password(self, value: str) -> str:
-        return masked_url(value)
+    @field_serializer("base_urls", when_used="json")
+    def _urls_without_password(self, value: tuple[str, ...]) -> list[str]:
+        return [masked_url(url) for url in value]
 
     def __repr_args__(self) -> Any:
         for name, value in super().__repr_args__():
-            yield name, masked_url(value) if name == "base_url" else value
+            yield name, tuple(map(masked_url, value)) if name == "base_urls" else value
+
+    @property
+    def base_url(self) -> str:
+        """The first endpoint (the only one, unless several were given)."""
+        return self.base_urls[0]
 
     @property
     def has_key(self) -> bool:
@@ -156,8 +191,8 @@ class EndpointConfig(BaseModel):
 
     @property
     def display_url(self) -> str:
-        """The base URL as shown to people: a password in it as ``***``."""
-        return masked_url(self.base_url)
+        """The base URLs as shown to people (comma-separated): a password in one as ``***``."""
+        return ",".join(map(masked_url, self.base_urls))
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -166,24 +201,26 @@ class EndpointConfig(BaseModel):
         The password in each form a server may echo it: as written, decoded, and inside the
         ``Basic`` credential that the HTTP client builds from the URL.
         """
-        parts = urlsplit(self.base_url)
         found = [self.api_key.get_secret_value() if self.has_key else ""]
-        if parts.password:
-            user, password = unquote(parts.username or ""), unquote(parts.password)
-            found += [parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()]
+        for url in self.base_urls:
+            parts = urlsplit(url)
+            if parts.password:
+                user, password = unquote(parts.username or ""), unquote(parts.password)
+                found += [parts.password, password, base64.b64encode(f"{user}:{password}".encode()).decode()]
         return tuple(dict.fromkeys(secret for secret in found if secret))
 
     def describe(self) -> str:
-        """``model@base_url``: how errors and logs name this endpoint (never with the key)."""
-        parts = urlsplit(self.base_url)
-        host = parts.netloc.rpartition("@")[2]  # never show credentials embedded in the URL
-        return f"{self.model}@{urlunsplit((parts.scheme, host, parts.path, '', ''))}"
+        """``model@base_url`` (the URLs comma-separated): how errors and logs name the endpoints.
+
+        Never with the key, nor credentials embedded in a URL.
+        """
+        return f"{self.model}@{','.join(map(endpoint_name, self.base_urls))}"
 
     @classmethod
     def resolve(
         cls,
         *,
-        base_url: str | _Unset | None = UNSET,
+        base_url: str | Sequence[str] | _Unset | None = UNSET,
         api_key: str | SecretStr | _Unset | None = UNSET,
         model: str | _Unset | None = UNSET,
         environ: Mapping[str, str] | None = None,
@@ -191,6 +228,7 @@ class EndpointConfig(BaseModel):
     ) -> EndpointConfig:
         """Resolve settings from arguments, then the environment, then the defaults.
 
+        ``base_url`` (and the variables) may name several endpoints, as a list or comma-separated.
         ``environ`` replaces ``os.environ`` (for tests). ``settings`` are the other fields
         (``timeout_s``, ``deadline_s``, ``max_concurrency``, ``retry`` ...); an explicit ``None``
         for ``base_url`` or ``model`` means "use the default", for ``api_key`` "send no key".
@@ -212,7 +250,10 @@ class EndpointConfig(BaseModel):
 
     def replace(self, **changes: Any) -> EndpointConfig:
         """Return a copy with ``changes`` applied and validated; :data:`UNSET` values are ignored."""
-        return self._build({**self.model_dump(), **changes})
+        current = self.model_dump()
+        if changes.get("base_url", UNSET) is not UNSET:
+            del current["base_urls"]  # replaced by the new base_url
+        return self._build({**current, **changes})
 
     @classmethod
     def _build(cls, values: dict[str, Any]) -> EndpointConfig:
@@ -227,11 +268,12 @@ class EndpointConfig(BaseModel):
 def _key_prefixes(base_url: Any, env: Mapping[str, str]) -> tuple[str, ...]:
     """Where a key may come from: ``OPENAI_API_KEY`` only goes to OpenAI's URL or ``OPENAI_BASE_URL``.
 
-    A user's OpenAI key must not leak to a third-party server named by ``DREAMGYM_BASE_URL``.
+    A user's OpenAI key must not leak to a third-party server named by ``DREAMGYM_BASE_URL``:
+    with several endpoints, every one of them must be OpenAI's or ``OPENAI_BASE_URL``'s.
     """
-    url = str(base_url).rstrip("/")
-    openai_url = env.get("OPENAI_BASE_URL", "").strip().rstrip("/")
-    if url == DEFAULT_BASE_URL or (openai_url and url == openai_url):
+    openai_urls = {url.rstrip("/") for url in split_base_urls(env.get("OPENAI_BASE_URL", ""))}
+    urls = [str(url).rstrip("/") for url in split_base_urls(base_url)] if base_url is not None else []
+    if urls and all(url == DEFAULT_BASE_URL or url in openai_urls for url in urls):
         return ENV_PREFIXES
     return ("DREAMGYM_",)
 
@@ -261,6 +303,28 @@ def _seconds(variable: str, raw: str) -> float | None:
     if not value > 0 or math.isinf(value):
         raise ConfigurationError(f"{variable} must be a number of seconds > 0 or 'none', got {raw!r}")
     return value
+
+
+def split_base_urls(value: Any) -> list[Any]:
+    """The endpoints of a ``base_url`` setting: a comma-separated string, or a list of strings.
+
+    Blank entries are dropped; items that are not text are kept, for the validator to refuse.
+    """
+    items = (
+        value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    )
+    return [item.strip() if isinstance(item, str) else item for item in items if not _blank(item)]
+
+
+def _blank(item: Any) -> bool:
+    return isinstance(item, str) and not item.strip()
+
+
+def endpoint_name(url: str) -> str:
+    """How usage counts, logs and errors name one endpoint: its URL without any credentials."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def masked_url(url: str) -> str:

@@ -32,8 +32,13 @@ class OpenAIExperienceModel(ExperienceModel):
         model = OpenAIExperienceModel(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-8B")
         transitions = await model.predict(requests)   # or model.predict_sync(requests)
 
-    The HTTP client and the concurrency limit belong to the event loop that uses them; a model
-    used from another loop (a new ``asyncio.run``) gets a fresh client there.
+    Several servers of the same model share the load: ``base_url=["http://a:8000/v1",
+    "http://b:8000/v1"]`` (or ``DREAMGYM_BASE_URL=http://a:8000/v1,http://b:8000/v1``). Each
+    transition's ``usage`` names the endpoint that answered (``endpoint``) and holds the running
+    request and failure counts of every endpoint (``endpoints``).
+
+    The HTTP session and the concurrency limit belong to the event loop that uses them; a model
+    used from another loop (a new ``asyncio.run``) gets a fresh session there.
     """
 
     def __init__(self, config: EndpointConfig | None = None, **settings: Any) -> None:
@@ -55,7 +60,7 @@ class OpenAIExperienceModel(ExperienceModel):
         return f"{type(self).__name__}(base_url={self.config.display_url!r}, model={self.config.model!r})"
 
     async def aclose(self) -> None:
-        """Close the HTTP clients of the running loop."""
+        """Close the HTTP session of the running loop."""
         await self.transport.aclose()
 
     async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
@@ -104,5 +109,7 @@ class OpenAIExperienceModel(ExperienceModel):
                 attempts=calls,
             )
             if isinstance(answer, Transition):
+                answer.usage.endpoint = reply.endpoint
+                answer.usage.endpoints = self.transport.counts()
                 return answer
             conversation = answer

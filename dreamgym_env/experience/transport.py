@@ -1,14 +1,21 @@
 """The one client of OpenAI-compatible ``/chat/completions`` endpoints (OpenAI, vLLM, SGLang, Ollama, llama.cpp).
 
 :class:`EndpointTransport` sends one chat request and returns its :class:`ChatReply`. It owns what
-every caller of an endpoint needs and must not redo: the HTTP clients bound to the running
-event loop, the concurrency limit, retries with exponential backoff and jitter that honour
-``Retry-After`` (timeouts, 429, 5xx, connection errors), the structured-output downgrade
-(``json_schema``, then llama.cpp's ``json_object`` with a ``schema``, then plain text) when a
-server refuses one, the switch to ``max_completion_tokens`` when a server asks for it, the check
-that an HTTP 200 body is a chat completion at all (:func:`chat_reply`), the total deadline of a
-request (``deadline_s``), and the mapping of ``openai``/``httpx`` errors to this package's typed
-errors. The experience backend and the curriculum's task writer both use it.
+every caller of an endpoint needs and must not redo: the HTTP session bound to the running
+event loop, the concurrency limit, the choice among several endpoints of the model (the one with
+the fewest requests in flight; one that fails is left out for ``cooldown_s`` and the request
+retried on another: :mod:`dreamgym_env.experience.endpoints`), retries with exponential backoff
+and jitter that honour ``Retry-After`` (timeouts, 429, 5xx, connection errors), the
+structured-output downgrade (``json_schema``, then llama.cpp's ``json_object`` with a ``schema``,
+then plain text) when a server refuses one, the switch to ``max_completion_tokens`` when a server
+asks for it, the check that an HTTP 200 body is a chat completion at all (:func:`chat_reply`),
+the total deadline of a request (``deadline_s``), and the mapping of HTTP errors to this
+package's typed errors (:func:`translate_error`). The experience backend and the curriculum's
+task writer both use it.
+
+The requests go out through an :class:`aiohttp.ClientSession`: one request costs about a ninth
+of the CPU time of one through the ``openai`` client (``benchmarks/http_path.py``), and with
+hundreds of sub-envs stepping at once that CPU time is what bounds a process's steps per second.
 
 Secrets: the typed errors are raised ``from None``. The library's exception is not chained,
 because it may carry the API key (a server that echoes the ``Authorization`` header in its error
@@ -19,15 +26,19 @@ password of the base URL masked as ``***``, is in the typed error instead.
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import json
 import logging
 import time
+import urllib.request
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-import httpx
-import openai
+import aiohttp
 
 from dreamgym_env.errors import (
     ExperienceModelError,
@@ -40,7 +51,9 @@ from dreamgym_env.errors import (
 )
 from dreamgym_env.experience.answers import ChatReply
 from dreamgym_env.experience.config import EndpointConfig
+from dreamgym_env.experience.endpoints import Endpoint, EndpointPool
 from dreamgym_env.experience.prompt import utf8_safe
+from dreamgym_env.types import EndpointCounts
 
 logger = logging.getLogger(__name__)
 
@@ -49,16 +62,47 @@ FORMAT_MODES: tuple[FormatMode, ...] = ("json_schema", "json_object", "text")
 """Structured-output modes, strongest first; a server that refuses one gets the next."""
 FORMAT_REFUSAL_HINTS = ("response_format", "json_schema", "json_object", "schema", "grammar", "structured")
 """Words in a 4xx answer that mean the server refused the structured-output request itself."""
-CONNECTIONS_PER_CLIENT = 32
-"""Concurrent calls share one HTTP client up to this many; more get more clients. httpx's pool
-scans all its connections for every request, so one pool of 256 connections costs seconds a batch."""
 
 
 class InvalidResponse(ValueError):
     """An HTTP 200 answer whose body is not a chat completion; the message says what is wrong."""
 
 
-_CALL_ERRORS = (openai.OpenAIError, httpx.HTTPError, asyncio.TimeoutError, TimeoutError, InvalidResponse)
+class HTTPStatusError(Exception):
+    """An HTTP error answer (4xx, 5xx): its status, the server's message and its headers.
+
+    The message is the ``error.message`` of a JSON error body, else the body itself; it may quote
+    a secret (see the module docstring) and is shown only through :func:`translate_error`.
+    """
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str]) -> None:
+        super().__init__(f"Error code: {status}" + (f" - {message}" if message else ""))
+        self.status = status
+        self.headers = headers
+
+    @classmethod
+    def of(cls, status: int, body: bytes, headers: Mapping[str, str]) -> HTTPStatusError:
+        """The error of an answer with ``status`` and ``body``."""
+        text = body.decode("utf-8", "replace").strip()
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            return cls(status, text, headers)
+        error = payload.get("error", payload) if isinstance(payload, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        return cls(status, message if isinstance(message, str) and message else text, headers)
+
+
+_CALL_ERRORS = (
+    aiohttp.ClientError,
+    HTTPStatusError,
+    asyncio.TimeoutError,
+    TimeoutError,
+    OSError,
+    InvalidResponse,
+)
+_COOLING_ERRORS = (ModelServerError, ModelTimeoutError, ModelTransportError)
+"""Failures that take an endpoint out for ``cooldown_s`` (a 429 only sends the retry elsewhere)."""
 
 
 class Deadline:
@@ -98,7 +142,7 @@ def _usage_tokens(usage: Any, name: str) -> int:
     return value
 
 
-def chat_reply(body: str, calls: int = 1) -> ChatReply:
+def chat_reply(body: str, calls: int = 1, endpoint: str = "") -> ChatReply:
     """The :class:`ChatReply` of a ``/chat/completions`` body, or :class:`InvalidResponse` saying why not.
 
     The one place that reads a completion: proxies and overloaded gateways answer HTTP 200 with
@@ -123,7 +167,7 @@ def chat_reply(body: str, calls: int = 1) -> ChatReply:
     usage = usage or {}
     tokens = _usage_tokens(usage, "prompt_tokens"), _usage_tokens(usage, "completion_tokens")
     if not payload["choices"]:
-        return ChatReply(None, "no choices", *tokens, calls=calls)
+        return ChatReply(None, "no choices", *tokens, calls=calls, endpoint=endpoint)
     choice = payload["choices"][0]
     message = choice.get("message") if isinstance(choice, dict) else None
     if not isinstance(message, dict):
@@ -134,7 +178,7 @@ def chat_reply(body: str, calls: int = 1) -> ChatReply:
     finish = choice.get("finish_reason")
     if finish is not None and not isinstance(finish, str):
         raise InvalidResponse(f"finish_reason is a {type(finish).__name__}, not text")
-    return ChatReply(content or "", finish or "stop", *tokens, calls=calls)
+    return ChatReply(content or "", finish or "stop", *tokens, calls=calls, endpoint=endpoint)
 
 
 def response_format(
@@ -154,7 +198,7 @@ def response_format(
 def translate_error(
     exc: BaseException, *, backend: str, attempts: int, context: str, secrets: Sequence[str] = ()
 ) -> ExperienceModelError:
-    """Map an openai/httpx/asyncio exception to this package's error tree (the one place that does).
+    """Map an HTTP/aiohttp/asyncio exception to this package's error tree (the one place that does).
 
     ``secrets`` (the key, a password in the URL) are masked as ``***`` wherever the detail
     quotes them; raise the result ``from None`` so that ``exc`` (which may hold them) stays out
@@ -174,59 +218,116 @@ def translate_error(
         return ModelServerError(
             f"{context}: the endpoint answered HTTP 200 without a chat completion: {text(exc)}", **kwargs
         )
-    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError, TimeoutError, httpx.TimeoutException)):
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):  # aiohttp's timeouts are both
         return ModelTimeoutError(f"{context}: the endpoint did not answer in time", **kwargs)
-    if isinstance(exc, openai.APIStatusError):
-        status, detail = exc.status_code, text(exc.message)
+    if isinstance(exc, HTTPStatusError):
+        status, detail = exc.status, text(exc)
         if status == 429:
             return ModelRateLimitError(f"{context}: rate limited (HTTP 429): {detail}", **kwargs)
         if status >= 500:
             return ModelServerError(f"{context}: server error (HTTP {status}): {detail}", **kwargs)
         return ModelRequestError(f"{context}: request refused (HTTP {status}): {detail}", **kwargs)
-    if isinstance(exc, openai.APIResponseValidationError):
-        return ModelServerError(
-            f"{context}: the endpoint answered an invalid response: {text(exc)}", **kwargs
-        )
-    if isinstance(exc, (openai.APIConnectionError, httpx.TransportError)):
-        cause = exc.__cause__ or exc
-        return ModelTransportError(f"{context}: could not reach the endpoint: {text(cause)}", **kwargs)
+    if isinstance(exc, (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, OSError)):
+        return ModelTransportError(f"{context}: could not reach the endpoint: {text(exc)}", **kwargs)
     return ModelTransportError(f"{context}: {type(exc).__name__}: {text(exc)}", **kwargs)
 
 
 def retry_after(exc: BaseException, limit: float) -> float | None:
     """The server's ``Retry-After`` (seconds, capped at ``limit``), if it sent one."""
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
+    headers = exc.headers if isinstance(exc, HTTPStatusError) else None
+    value = headers.get("retry-after") if headers is not None else None
     try:
         return min(limit, max(0.0, float(value))) if value is not None else None
     except ValueError:
         return None
 
 
+@dataclass(frozen=True)
+class _Route:
+    """Where the requests of one endpoint go: the URL (without credentials), headers, proxy."""
+
+    url: str
+    headers: Mapping[str, str]
+    proxy: str | None
+
+
+def _route(base_url: str, api_key: str) -> _Route:
+    """The route of ``base_url``: a password in it is sent as HTTP Basic credentials, else the key.
+
+    A proxy from the environment (``HTTP(S)_PROXY``, ``NO_PROXY``) is used as the ``openai``
+    client did; it is looked up once here, not for every request.
+    """
+    parts = urlsplit(base_url)
+    if parts.username is not None or parts.password is not None:
+        user, password = unquote(parts.username or ""), unquote(parts.password or "")
+        authorization = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+    else:
+        authorization = f"Bearer {api_key}"
+    host = parts.hostname or ""
+    proxy = None
+    if not urllib.request.proxy_bypass(host):
+        proxy = urllib.request.getproxies().get(parts.scheme)
+    headers = {"Authorization": authorization, "Accept": "application/json"}
+    host_port = parts.netloc.rpartition("@")[2]  # the credentials go in the header
+    url = urlunsplit((parts.scheme, host_port, parts.path + "/chat/completions", parts.query, ""))
+    return _Route(url, headers, proxy)
+
+
 @dataclass
 class _LoopBinding:
-    """The HTTP clients and the concurrency limit of one event loop."""
+    """The HTTP session and the concurrency limit of one event loop.
+
+    ``finalizer`` closes the session when the transport is collected or at interpreter exit, if
+    nothing closed it before: aiohttp reports a session left open as an error.
+    """
 
     loop: asyncio.AbstractEventLoop
-    clients: list[openai.AsyncOpenAI]
+    session: aiohttp.ClientSession
     semaphore: asyncio.Semaphore
-    turn: int = 0
+    finalizer: weakref.finalize
 
-    def next_client(self) -> openai.AsyncOpenAI:
-        self.turn += 1
-        return self.clients[self.turn % len(self.clients)]
+    async def close(self) -> None:
+        """Close the session (from the running loop); its loop may be closed already."""
+        self.finalizer.detach()
+        await self.session.close()
+
+
+def _close_session(loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession) -> None:
+    """Close ``session`` of ``loop`` from any thread, without a loop of its own running here."""
+    if session.closed:
+        return
+    try:
+        here = asyncio.get_running_loop()
+    except RuntimeError:
+        here = None
+    with contextlib.suppress(Exception):  # best effort: the process may be exiting
+        if loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(session.close(), loop)
+            if here is not loop:  # waiting from the loop's own thread would block it
+                future.result(timeout=2)
+        elif here is None:  # the loop is gone: its connections are dead, closing needs no I/O
+            temporary = asyncio.new_event_loop()
+            try:
+                temporary.run_until_complete(session.close())
+            finally:
+                temporary.close()
 
 
 class EndpointTransport:
-    """Sends chat requests to one OpenAI-compatible endpoint, as the module docstring says.
+    """Sends chat requests to the endpoints of one model, as the module docstring says.
 
-    The HTTP clients and the concurrency limit belong to the event loop that uses them; a
-    transport used from another loop (a new ``asyncio.run``) gets fresh clients there. The
-    structured-output mode and the token field are learnt once and kept for later calls.
+    The HTTP session and the concurrency limit belong to the event loop that uses them; a
+    transport used from another loop (a new ``asyncio.run``) gets a fresh session there. The
+    structured-output mode and the token field are learnt once and kept for later calls. The
+    running counts of each endpoint are :meth:`counts`.
     """
 
     def __init__(self, config: EndpointConfig) -> None:
         self.config = config
+        self.pool = EndpointPool(config.base_urls, config.cooldown_s)
+        key = config.api_key.get_secret_value()
+        self._routes = {endpoint: _route(endpoint.url, key) for endpoint in self.pool.endpoints}
+        self._backend, self._secrets = config.describe(), config.secrets  # the config is frozen
         self._mode: FormatMode = FORMAT_MODES[0]
         self._token_field = "max_tokens"
         self._binding: _LoopBinding | None = None
@@ -244,27 +345,36 @@ class EndpointTransport:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.describe()!r})"
 
-    def _bind(self) -> _LoopBinding:
+    def counts(self) -> dict[str, EndpointCounts]:
+        """Requests sent to each endpoint and failed there, so far, by endpoint name."""
+        return self.pool.counts()
+
+    async def _bind(self) -> _LoopBinding:
         loop = asyncio.get_running_loop()
-        if self._binding is None or self._binding.loop is not loop:
-            shards = -(-self.config.max_concurrency // CONNECTIONS_PER_CLIENT)
-            clients = [
-                openai.AsyncOpenAI(
-                    base_url=self.config.base_url,
-                    api_key=self.config.api_key.get_secret_value(),
-                    timeout=self.config.timeout_s,
-                    max_retries=0,
-                )
-                for _ in range(shards)
-            ]
-            self._binding = _LoopBinding(loop, clients, asyncio.Semaphore(self.config.max_concurrency))
-        return self._binding
+        old = self._binding
+        if old is not None and old.loop is loop:
+            return old
+        connector = aiohttp.TCPConnector(limit=self.config.max_concurrency)
+        # No session-wide timeout (aiohttp's default is 5 minutes): each attempt sets its own.
+        session = aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout())
+        finalizer = weakref.finalize(self, _close_session, loop, session)
+        # Bound before the first await, so that concurrent calls share this binding.
+        binding = self._binding = _LoopBinding(
+            loop, session, asyncio.Semaphore(self.config.max_concurrency), finalizer
+        )
+        if old is not None:  # the session of a loop gone by (a finished ``asyncio.run``)
+            if old.loop.is_closed():  # its connections are dead: closing them needs no loop
+                await old.close()
+            elif old.loop.is_running():
+                old.finalizer.detach()
+                asyncio.run_coroutine_threadsafe(old.session.close(), old.loop)
+        return binding
 
     async def aclose(self) -> None:
-        """Close the HTTP clients of the running loop."""
+        """Close the HTTP session of the running loop."""
         binding, self._binding = self._binding, None
         if binding is not None and binding.loop is asyncio.get_running_loop():
-            await asyncio.gather(*(client.close() for client in binding.clients))
+            await binding.close()
 
     async def complete(
         self,
@@ -279,48 +389,73 @@ class EndpointTransport:
         """Send ``messages`` (with ``schema``: ask for JSON of that schema) and return the answer.
 
         Transport failures and HTTP 200 bodies that are not a chat completion are retried with
-        backoff (``config.retry``; a ``Retry-After`` header sets the delay); a refused
-        structured-output mode or token field is switched and the call sent again. Raises the
-        typed error of the last failure when the retries are spent, and
+        backoff (``config.retry``; a ``Retry-After`` header sets the delay), on another endpoint
+        where there are several (at once when one is available); a refused structured-output
+        mode or token field is switched and the call sent again. Raises the typed error of the
+        last failure when the retries are spent, and
         :class:`~dreamgym_env.errors.ModelTimeoutError` when ``deadline`` (default: a new one of
         ``config.deadline_s``; pass one to share it between the calls of one request) has passed,
         even if retries remain.
         """
-        binding = self._bind()
-        client = binding.next_client()
-        backend, secrets = self.config.describe(), self.config.secrets
+        binding = await self._bind()
+        pool, several = self.pool, len(self.pool) > 1
+        backend, secrets = self._backend, self._secrets
         deadline = deadline if deadline is not None else Deadline(self.config.deadline_s)
         calls = failures = 0
+        failed_at: Endpoint | None = None
         while True:
             mode = self._mode if schema is not None else "text"
             calls += 1
-            try:
-                async with binding.semaphore:
-                    deadline.start()
-                    timeout = deadline.bound(self.config.timeout_s)
-                    if timeout is not None and timeout <= 0:
-                        raise self._deadline_error(deadline, context, calls - 1, None)
-                    return await self._call(
-                        client, messages, schema, schema_name, strict, mode, timeout, calls
+            async with binding.semaphore:
+                deadline.start()
+                timeout = deadline.bound(self.config.timeout_s)
+                if timeout is not None and timeout <= 0:
+                    raise self._deadline_error(deadline, context, calls - 1, None)
+                endpoint = pool.choose(avoid=failed_at)
+                pool.begin(endpoint)
+                try:
+                    reply = await self._call(
+                        binding.session, endpoint, messages, schema, schema_name, strict, mode, timeout, calls
                     )
-            except _CALL_ERRORS as exc:
-                error = translate_error(
-                    exc, backend=backend, attempts=calls, context=context, secrets=secrets
-                )
-                if isinstance(error, ModelRequestError):
-                    if self._adapt_to_refusal(mode, str(exc)):
-                        continue
-                    raise error from None  # not from exc: see the module docstring
-                failures += 1
-                if failures >= self.config.retry.max_attempts:
-                    raise error from None
-                delay = retry_after(exc, self.config.retry.backoff_max_s)
-                delay = self.config.retry.delay(failures) if delay is None else delay
-                left = deadline.remaining()
-                if left is not None and left <= delay:
-                    raise self._deadline_error(deadline, context, calls, error) from None
-                logger.info("%s: %s; retry %d in %.2fs", backend, type(error).__name__, failures, delay)
-                await asyncio.sleep(delay)
+                except _CALL_ERRORS as exc:
+                    caught = exc
+                    where = f"{context} at {endpoint.name}" if several else context
+                    error = translate_error(
+                        exc, backend=backend, attempts=calls, context=where, secrets=secrets
+                    )
+                    failed = not isinstance(error, ModelRequestError)
+                    pool.end(endpoint, failed=failed, cool_down=isinstance(error, _COOLING_ERRORS))
+                except BaseException:  # cancelled: not the endpoint's failure
+                    pool.end(endpoint)
+                    raise
+                else:
+                    pool.end(endpoint)
+                    return reply
+            if isinstance(error, ModelRequestError):
+                if self._adapt_to_refusal(mode, str(caught)):
+                    continue
+                raise error from None  # not from the library's error: see the module docstring
+            failures += 1
+            if failures >= self.config.retry.max_attempts:
+                raise error from None
+            failed_at = endpoint
+            if isinstance(error, _COOLING_ERRORS) and pool.available_besides(endpoint):
+                delay = 0.0  # fail over to a healthy endpoint at once
+            else:
+                hinted = retry_after(caught, self.config.retry.backoff_max_s)
+                delay = self.config.retry.delay(failures) if hinted is None else hinted
+            left = deadline.remaining()
+            if left is not None and left <= delay:
+                raise self._deadline_error(deadline, context, calls, error) from None
+            logger.info(
+                "%s: %s at %s; retry %d in %.2fs",
+                backend,
+                type(error).__name__,
+                endpoint.name,
+                failures,
+                delay,
+            )
+            await asyncio.sleep(delay)
 
     def _deadline_error(
         self, deadline: Deadline, context: str, attempts: int, last: ExperienceModelError | None
@@ -334,7 +469,8 @@ class EndpointTransport:
 
     async def _call(
         self,
-        client: openai.AsyncOpenAI,
+        session: aiohttp.ClientSession,
+        endpoint: Endpoint,
         messages: Sequence[Mapping[str, str]],
         schema: Mapping[str, Any] | None,
         schema_name: str,
@@ -355,12 +491,30 @@ class EndpointTransport:
         fmt = response_format(mode, schema, schema_name, strict) if schema is not None else None
         if fmt is not None:
             body["response_format"] = fmt
-        # The documented raw ``post`` skips the SDK's typed-params transform (about 2 ms of CPU a
-        # call) and sends llama.cpp's ``schema`` field as is; the body comes back as text, and
-        # :func:`chat_reply` checks its shape (the SDK would build a model of any JSON, or none).
-        call = client.post("/chat/completions", body=body, cast_to=str)
-        text = await (call if timeout is None else asyncio.wait_for(call, timeout))
-        return chat_reply(text, calls)
+        text = await self._post(session, endpoint, body, timeout)
+        # :func:`chat_reply` checks the body's shape (proxies answer HTTP 200 with anything).
+        return chat_reply(text, calls, endpoint.name)
+
+    async def _post(
+        self, session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[str, Any], timeout: float | None
+    ) -> str:
+        """POST ``body`` to ``endpoint``'s ``/chat/completions``: the answer's text, or an error.
+
+        Raises :class:`HTTPStatusError` for an HTTP error answer, and aiohttp's or asyncio's
+        errors when there is no answer (:func:`translate_error` maps them all).
+        """
+        route = self._routes[endpoint]
+        async with session.post(
+            route.url,
+            json=body,
+            headers=route.headers,
+            proxy=route.proxy,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+        ) as response:
+            data = await response.read()
+            if response.status >= 400:
+                raise HTTPStatusError.of(response.status, data, response.headers)
+        return data.decode("utf-8", "replace")
 
     def _adapt_to_refusal(self, mode: FormatMode, detail: str) -> bool:
         """Switch to what the server accepts if that caused a 4xx; ``False`` if it did not."""

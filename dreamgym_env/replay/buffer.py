@@ -8,6 +8,10 @@ and searched for the k transitions most similar to the one the experience model 
     >>> buffer = ExperienceReplayBuffer("runs/webshop.db", embedder=HashedEmbedder())  # doctest: +SKIP
     >>> buffer.load_jsonl("webshop_offline.jsonl")                                     # doctest: +SKIP
     >>> hits = buffer.search(state, "click[Buy Now]", k=4, domain="webshop")         # doctest: +SKIP
+
+Shared by writers on several hosts, in PostgreSQL (the ``postgres`` extra):
+
+    >>> buffer = ExperienceReplayBuffer("postgresql://rl@db-host/replay")             # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from dreamgym_env.replay.store import (
     DEFAULT_COMMIT_EVERY,
     DEFAULT_COMMIT_INTERVAL_S,
     NewTransition,
-    ReplayStore,
+    SQLReplayStore,
+    open_store,
 )
 from dreamgym_env.types import Source, Step, Task, Trajectory
 
@@ -90,7 +95,7 @@ def _check_source(source: str) -> Source:
 
 
 class ExperienceReplayBuffer:
-    """Transitions of one or more domains, stored in SQLite and searchable by (state, action).
+    """Transitions of one or more domains, stored in SQLite or PostgreSQL, searchable by (state, action).
 
     Each transition is stored once (exact repeats of the same domain, source and content are
     deduplicated; each episode still remembers all its steps, so export restores it), with its
@@ -115,8 +120,16 @@ class ExperienceReplayBuffer:
     then raises :class:`~dreamgym_env.errors.DataError`; so do a damaged or empty file, each
     naming the file. Closing checkpoints the WAL, so no ``-wal``/``-shm`` files stay behind.
 
+    Given a ``postgresql://`` URL, the buffer lives in that database instead (see
+    :mod:`dreamgym_env.replay.postgres`), with the same guarantees, for writers on many hosts:
+    writers take turns per transaction as on a file, and before each search and write a buffer
+    adds the rows other writers committed since to its index (and to :meth:`counts`).
+    Deletions are not followed: with ``capacity``, let one writer evict, and a search leaves out
+    hits that another writer evicted. Errors name the URL with its password masked.
+
     Args:
-        path: the SQLite file (created when missing); ``None`` keeps everything in memory.
+        path: the SQLite file (created when missing), a ``postgresql://`` URL, or ``None`` to
+            keep everything in memory.
         embedder: an :class:`~dreamgym_env.replay.embedders.Embedder` or a spec string; default:
             the one the buffer was built with, else ``DREAMGYM_EMBEDDER``, else ``"auto"``.
         capacity: most transitions kept (``None``: unbounded).
@@ -148,7 +161,7 @@ class ExperienceReplayBuffer:
         if not 0.0 <= evict_fraction < 1.0:
             raise ConfigurationError(f"evict_fraction must be in [0, 1), got {evict_fraction}")
         self._lock = threading.RLock()
-        self.store = ReplayStore(
+        self.store: SQLReplayStore = open_store(
             path,
             read_only=read_only,
             commit_every=commit_every,
@@ -157,6 +170,8 @@ class ExperienceReplayBuffer:
         )
         self._commit_timer: threading.Timer | None = None
         self.path = self.store.path
+        self.location = self.store.location
+        """Where the buffer lives: the file, ``":memory:"`` or the URL (password masked)."""
         self.read_only = read_only
         self.capacity = capacity
         self.evict_fraction = evict_fraction
@@ -166,7 +181,9 @@ class ExperienceReplayBuffer:
         self._embedder: Embedder | None = None
         self._index: PartitionedIndex | None = None
         self._index_options = {"approximate_above": approximate_above, "nprobe": nprobe}
-        self._counts = {source: 0 for source in SOURCES} | self.store.count_by("source")
+        self._seen_id = -1
+        """The highest transition id in the index: rows above it were added by other writers."""
+        self._counts: dict[str, int] = {source: 0 for source in SOURCES} | self.store.count_by("source")
         self._warned_protected = False
         if capacity is not None and not read_only:
             with self._lock:
@@ -223,8 +240,7 @@ class ExperienceReplayBuffer:
         return sum(self._counts.values())
 
     def __repr__(self) -> str:
-        where = str(self.path) if self.path is not None else ":memory:"
-        return f"ExperienceReplayBuffer({where!r}, transitions={len(self)}, capacity={self.capacity})"
+        return f"ExperienceReplayBuffer({self.location!r}, transitions={len(self)}, capacity={self.capacity})"
 
     def counts(self) -> dict[str, int]:
         """Transitions per source (every source listed, zeros included)."""
@@ -264,18 +280,38 @@ class ExperienceReplayBuffer:
                 self.store.set_meta("embedder", embedder.spec)
                 self.store.set_meta("dim", str(embedder.dim))
         index = PartitionedIndex(embedder.dim, **self._index_options)  # type: ignore[arg-type]
+        counts: dict[str, int] = dict.fromkeys(SOURCES, 0)
         for ids, domains, sources, vectors in self.store.iter_vectors(embedder.dim):
             self._add_grouped(index, ids, domains, sources, vectors)
+            self._seen_id = max(self._seen_id, int(ids[-1]))
+            for source in sources:
+                counts[source] += 1
         for rows in self.store.iter_unembedded():
             ids = np.array([row[0] for row in rows], dtype=np.int64)
             vectors = embedder.embed([(row[3], row[4]) for row in rows])
             if not self.read_only:
                 self.store.put_vectors(ids.tolist(), vectors)
             self._add_grouped(index, ids, [row[1] for row in rows], [row[2] for row in rows], vectors)
+            self._seen_id = max(self._seen_id, int(ids.max()))
+            for row in rows:
+                counts[row[2]] += 1
         if not self.read_only:
             self.store.commit()
+        self._counts = counts  # what the index holds (other writers may have added rows since __init__)
         self._index = index
         return index
+
+    def _catch_up(self, index: PartitionedIndex) -> None:
+        """Add to the index (and the counts) the rows other writers committed since the last look.
+
+        Writers take turns per transaction, so ids grow in commit order: the rows above the
+        highest id seen are exactly the ones this buffer has not indexed yet.
+        """
+        for ids, domains, sources, vectors in self.store.iter_vectors(self.embedder.dim, after=self._seen_id):
+            self._add_grouped(index, ids, domains, sources, vectors)
+            self._seen_id = int(ids[-1])
+            for source in sources:
+                self._counts[source] += 1
 
     @staticmethod
     def _add_grouped(
@@ -384,6 +420,7 @@ class ExperienceReplayBuffer:
             index = self._ensure_index()
             keys = [[content_key(e.task.domain, e.source, step) for step in e.steps] for e in episodes]
             self.store.begin()  # the write lock first: another writer cannot add these keys meanwhile
+            self._catch_up(index)  # then other writers' rows, so that the new ids follow them
             known = self.store.find_keys(list(dict.fromkeys(key for row in keys for key in row)))
             new_rows: list[NewTransition] = []
             for episode, episode_keys in zip(episodes, keys, strict=True):
@@ -416,6 +453,7 @@ class ExperienceReplayBuffer:
             new_ids = self.store.put_transitions(new_rows)
             known.update((row.key, tid) for row, tid in zip(new_rows, new_ids, strict=True))
             if new_rows:
+                self._seen_id = max(self._seen_id, *new_ids)
                 vectors = self.embedder.embed([(row.step.state, row.step.action) for row in new_rows])
                 self.store.put_vectors(new_ids, vectors)
                 self._add_grouped(
@@ -540,6 +578,7 @@ class ExperienceReplayBuffer:
         domains = [domain] if isinstance(domain, str) else domain
         with self._lock:
             index = self._ensure_index()
+            self._catch_up(index)
             if k == 0 or len(index) == 0:
                 return [[] for _ in pairs]
             scores, ids = index.search(self.embedder.embed(pairs), k, domains=domains, sources=sources)
@@ -564,16 +603,11 @@ class ExperienceReplayBuffer:
     def stats(self) -> BufferStats:
         """Sizes by source and domain, episodes, tasks, embedder and index kinds."""
         with self._lock:
-            file_bytes = 0
-            if self.path is not None:
-                file_bytes = sum(
-                    p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists()
-                )
             kinds = {
                 f"{d}/{s}": kind for (d, s), kind in (self._index.kinds() if self._index else {}).items()
             }
             return BufferStats(
-                path=str(self.path) if self.path is not None else ":memory:",
+                path=self.location,
                 transitions=len(self),
                 by_source={source: n for source, n in self._counts.items() if n},
                 by_domain=self.store.count_by("domain"),
@@ -583,6 +617,6 @@ class ExperienceReplayBuffer:
                 embedder=self._embedder.spec
                 if self._embedder is not None
                 else (self.store.get_meta("embedder") or ""),
-                file_bytes=file_bytes,
+                file_bytes=self.store.size_bytes(),
                 index_kinds=kinds,
             )

@@ -15,7 +15,9 @@ Everything the server received is kept in :attr:`ScriptedOpenAIServer.requests`.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -58,7 +60,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.server.owner._connected()
+        self.server.owner._connected(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.owner._disconnected(self.connection)
 
     def do_GET(self) -> None:
         owner = self.server.owner
@@ -163,7 +171,7 @@ class ScriptedOpenAIServer:
 
     Counters (thread-safe): :attr:`requests_total`, :attr:`in_flight`, :attr:`peak_in_flight`,
     :attr:`connections_total`; :attr:`requests` holds every chat request body received, in arrival
-    order, and :attr:`request_headers` their headers.
+    order, and :attr:`request_headers` their headers. :meth:`kill` stops it as a crash would.
 
     """
 
@@ -182,6 +190,7 @@ class ScriptedOpenAIServer:
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._in_flight = self._peak = self._connections = 0
+        self._open: set[socket.socket] = set()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -213,6 +222,23 @@ class ScriptedOpenAIServer:
             if self._thread is not None:
                 self._thread.join(timeout=5)
             self._httpd = self._thread = None
+
+    def kill(self) -> None:
+        """Stop as a crashed server does: the port closes and every open connection is cut.
+
+        Unlike :meth:`close`, which leaves kept-alive connections served, no request gets an
+        answer after this: those in flight see their connection reset.
+        """
+        self._cut_connections()  # first, so that no held request is answered
+        self.close()
+        self._cut_connections()  # any accepted before the port closed
+
+    def _cut_connections(self) -> None:
+        with self._lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):  # already closed by its handler
+                connection.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> ScriptedOpenAIServer:
         return self.start()
@@ -269,9 +295,14 @@ class ScriptedOpenAIServer:
         with self._lock:
             return self._peak
 
-    def _connected(self) -> None:
+    def _connected(self, connection: socket.socket) -> None:
         with self._lock:
             self._connections += 1
+            self._open.add(connection)
+
+    def _disconnected(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(connection)
 
     def _enter(self, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:

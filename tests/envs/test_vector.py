@@ -59,6 +59,17 @@ def test_group_reset_shares_tasks(scripted_model):
     assert set(infos["task_id"]) == {task.id}
 
 
+def test_group_reset_draws_the_same_tasks_for_the_same_seed(scripted_model):
+    drawn = []
+    for _ in range(2):
+        envs = DreamVectorEnv(8, "webshop", scripted_model)
+        _, infos = envs.reset(seed=5, options={"group_size": 2})
+        drawn.append(list(infos["task_id"]))
+    assert drawn[0] == drawn[1] and len(set(drawn[0])) > 1
+    _, infos = envs.reset(seed=6, options={"group_size": 2})
+    assert list(infos["task_id"]) != drawn[0]
+
+
 def test_vector_requests_reach_server_concurrently():
     """32 sub-envs against a server holding each request 200 ms: all 32 are in flight at once.
 

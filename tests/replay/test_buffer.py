@@ -1,3 +1,5 @@
+"""The buffer's suite, run on SQLite and on PostgreSQL (the ``db`` fixture; PostgreSQL skips without a server)."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +12,7 @@ import textwrap
 import time
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dreamgym_env.errors import ConfigurationError, DataError
@@ -31,12 +33,8 @@ def make_step(i: int, *, action: str | None = None) -> Step:
     )
 
 
-def memory_buffer(**kwargs) -> ExperienceReplayBuffer:
-    return ExperienceReplayBuffer(embedder=HashedEmbedder(), **kwargs)
-
-
-def test_stored_key_retrieves_its_own_transition(offline_file, offline_trajectories):
-    buffer = memory_buffer()
+def test_stored_key_retrieves_its_own_transition(db, offline_file, offline_trajectories):
+    buffer = db.memory()
     assert buffer.load_jsonl(offline_file) == len(offline_trajectories)
     seen: set[tuple[str, str]] = set()
     checked = 0
@@ -56,8 +54,8 @@ def test_stored_key_retrieves_its_own_transition(offline_file, offline_trajector
     assert checked > 50
 
 
-def test_domain_and_source_filters_hold():
-    buffer = memory_buffer()
+def test_domain_and_source_filters_hold(db):
+    buffer = db.memory()
     stored = [("webshop", "offline"), ("webshop", "real"), ("webshop", "synthetic"), ("alfworld", "offline")]
     for i, (domain, source) in enumerate(stored):
         buffer.add_steps(make_task(i, domain), [make_step(j) for j in range(5)], source=source)
@@ -74,8 +72,8 @@ def test_domain_and_source_filters_hold():
     assert len(everything) == 20 and {h.record.source for h in everything} == {"offline", "real", "synthetic"}
 
 
-def test_exact_repeats_are_stored_once_but_episodes_keep_them(tmp_path):
-    buffer = memory_buffer()
+def test_exact_repeats_are_stored_once_but_episodes_keep_them(db, tmp_path):
+    buffer = db.memory()
     task = make_task()
     steps = [make_step(0), make_step(1), make_step(0)]  # the same transition twice in one episode
     ids = buffer.add_steps(task, steps, source="offline", episode_id="e1")
@@ -90,8 +88,8 @@ def test_exact_repeats_are_stored_once_but_episodes_keep_them(tmp_path):
         assert [s.action for s in Trajectory.model_validate_json(line).steps] == [s.action for s in steps]
 
 
-def test_load_export_round_trip(offline_file, offline_trajectories, tmp_path):
-    buffer = memory_buffer()
+def test_load_export_round_trip(db, offline_file, offline_trajectories, tmp_path):
+    buffer = db.memory()
     buffer.load_jsonl(offline_file, source=None)
     assert buffer.load_jsonl(offline_file, source=None) == len(offline_trajectories)  # idempotent
     assert buffer.stats().episodes == len(offline_trajectories)
@@ -101,8 +99,8 @@ def test_load_export_round_trip(offline_file, offline_trajectories, tmp_path):
     assert exported == offline_trajectories
 
 
-def test_offline_tag_and_bad_file(tmp_path, offline_file):
-    buffer = memory_buffer()
+def test_offline_tag_and_bad_file(db, tmp_path, offline_file):
+    buffer = db.memory()
     buffer.load_jsonl(offline_file)
     assert set(buffer.stats().by_source) == {"offline"}
     bad = tmp_path / "bad.jsonl"
@@ -113,8 +111,8 @@ def test_offline_tag_and_bad_file(tmp_path, offline_file):
         buffer.load_jsonl(tmp_path / "missing.jsonl")
 
 
-def test_persistence_survives_reopen(tmp_path, offline_file):
-    path = tmp_path / "buffer.db"
+def test_persistence_survives_reopen(db, offline_file):
+    path = db.location()
     with ExperienceReplayBuffer(path, embedder=HashedEmbedder()) as buffer:
         buffer.load_jsonl(offline_file)
         buffer.add(make_task(), make_step(1), source="synthetic", episode_id="live")
@@ -129,8 +127,8 @@ def test_persistence_survives_reopen(tmp_path, offline_file):
         assert reopened.store.next_step_index("live") == 2
 
 
-def test_other_embedder_re_embeds(tmp_path):
-    path = tmp_path / "buffer.db"
+def test_other_embedder_re_embeds(db):
+    path = db.location()
     with ExperienceReplayBuffer(path, embedder=HashedEmbedder()) as buffer:
         buffer.add_steps(make_task(), [make_step(i) for i in range(10)], source="offline")
     with ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=64)) as buffer:
@@ -155,26 +153,26 @@ def test_not_a_buffer_is_a_data_error(tmp_path):
         ExperienceReplayBuffer(tmp_path / "none.db", read_only=True)
 
 
-def test_eviction_drops_oldest_synthetic_and_never_offline_while_synthetic_remains():
-    buffer = memory_buffer(capacity=30, evict_fraction=0.0)
+def test_eviction_drops_oldest_synthetic_and_never_offline_while_synthetic_remains(db):
+    buffer = db.memory(capacity=30, evict_fraction=0.0)
     buffer.add_steps(make_task(0), [make_step(i) for i in range(10)], source="offline")
     buffer.add_steps(make_task(1), [make_step(i) for i in range(5)], source="real")
     for i in range(100):
         buffer.add(make_task(2), make_step(1000 + i), source="synthetic", episode_id=f"s{i}")
         assert len(buffer) <= 30
         assert buffer.counts()["offline"] == 10 and buffer.counts()["real"] == 5
-    kept = sorted(int(s.split()[1]) for s in _states(buffer, "synthetic"))
+    kept = sorted(int(s.split()[1]) for s in db.stored(buffer, "synthetic"))
     assert kept == list(range(1085, 1100))  # the newest 15 synthetic transitions
     # the index forgot the evicted ones too
     hits = buffer.search(make_step(1000).state, make_step(1000).action, k=30, sources=["synthetic"])
-    assert {h.record.state for h in hits} == set(_states(buffer, "synthetic"))
+    assert {h.record.state for h in hits} == db.stored(buffer, "synthetic")
     # only when no synthetic is left does protected data go, real before offline
     buffer.add_steps(make_task(3), [make_step(2000 + i) for i in range(20)], source="real")
     assert buffer.counts() == {"offline": 10, "real": 20, "synthetic": 0}
 
 
-def test_eviction_in_batches_and_on_reopen(tmp_path):
-    path = tmp_path / "b.db"
+def test_eviction_in_batches_and_on_reopen(db):
+    path = db.location("b.db")
     with ExperienceReplayBuffer(path, embedder=HashedEmbedder(), capacity=200, evict_fraction=0.1) as buffer:
         buffer.add_steps(make_task(), [make_step(i) for i in range(201)], source="synthetic")
         assert len(buffer) == 180  # 1 over, plus a batch of 10% of the capacity
@@ -182,13 +180,8 @@ def test_eviction_in_batches_and_on_reopen(tmp_path):
         assert len(smaller) == 100 and smaller.store.count() == 100
 
 
-def _states(buffer: ExperienceReplayBuffer, source: str) -> list[str]:
-    rows = buffer.store._db.execute("SELECT state FROM transitions WHERE source = ?", (source,))
-    return [row[0] for row in rows]
-
-
-def test_stats_and_repr(tmp_path, offline_file):
-    with ExperienceReplayBuffer(tmp_path / "s.db", embedder=HashedEmbedder(), capacity=10_000) as buffer:
+def test_stats_and_repr(db, offline_file):
+    with ExperienceReplayBuffer(db.location("s.db"), embedder=HashedEmbedder(), capacity=10_000) as buffer:
         buffer.load_jsonl(offline_file)
         stats = buffer.stats()
         assert stats.transitions == len(buffer) == stats.by_source["offline"] == stats.by_domain["webshop"]
@@ -198,10 +191,10 @@ def test_stats_and_repr(tmp_path, offline_file):
         assert "transitions=" in repr(buffer)
 
 
-def test_bad_arguments():
+def test_bad_arguments(db):
     with pytest.raises(ConfigurationError):
-        memory_buffer(capacity=0)
-    buffer = memory_buffer()
+        db.memory(capacity=0)
+    buffer = db.memory()
     with pytest.raises(ConfigurationError, match="source"):
         buffer.add(make_task(), make_step(0), source="imagined")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError):
@@ -231,8 +224,8 @@ WRITER = textwrap.dedent(
 )
 
 
-def test_sigkill_loses_no_committed_transition(tmp_path):
-    path = tmp_path / "killed.db"
+def test_sigkill_loses_no_committed_transition(db):
+    path = db.location("killed.db")
     process = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True, env={**os.environ}
     )
@@ -245,10 +238,11 @@ def test_sigkill_loses_no_committed_transition(tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
-    with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if not db.is_postgres:
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     with ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=32)) as reopened:
-        stored = {row[0] for row in reopened.store._db.execute("SELECT state FROM transitions")}
+        stored = db.stored(reopened)
         assert {f"state {i}" for i in range(committed)} <= stored
         assert len(reopened) == len(stored) >= committed
         top = reopened.search(f"state {committed - 1}", f"click[{committed - 1}]", k=1, sources=None)[0]
@@ -256,13 +250,13 @@ def test_sigkill_loses_no_committed_transition(tmp_path):
         assert json.loads(json.dumps(reopened.counts()))["synthetic"] == len(stored)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     capacity=st.integers(min_value=1, max_value=12),
     adds=st.lists(st.sampled_from(["offline", "real", "synthetic"]), min_size=1, max_size=40),
 )
-def test_eviction_order_holds_for_any_sequence(capacity, adds):
-    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder(dim=32), capacity=capacity, evict_fraction=0.0)
+def test_eviction_order_holds_for_any_sequence(db, capacity, adds):
+    buffer = db.memory(embedder=HashedEmbedder(dim=32), capacity=capacity, evict_fraction=0.0)
     for i, source in enumerate(adds):
         before = buffer.counts()
         buffer.add(make_task(), make_step(i), source=source)
@@ -278,6 +272,7 @@ def test_eviction_order_holds_for_any_sequence(capacity, adds):
         == buffer.store.count_table("vectors")
         == len(buffer._ensure_index())
     )
+    buffer.close()
 
 
 IDLE_WRITER = textwrap.dedent(
@@ -299,14 +294,9 @@ IDLE_WRITER = textwrap.dedent(
 )
 
 
-def _stored_states(path) -> set[str]:
-    with ExperienceReplayBuffer(path, read_only=True) as reader:
-        return {row[0] for row in reader.store._db.execute("SELECT state FROM transitions")}
-
-
-def test_writes_of_an_idle_writer_are_committed_on_time_and_survive_sigkill(tmp_path):
+def test_writes_of_an_idle_writer_are_committed_on_time_and_survive_sigkill(db):
     """Five adds, then the writer idles past commit_interval_s: a reader sees them, SIGKILL keeps them."""
-    path = tmp_path / "idle.db"
+    path = db.location("idle.db")
     interval = 0.3
     process = subprocess.Popen(
         [sys.executable, "-c", IDLE_WRITER, str(path), str(interval)], stdout=subprocess.PIPE, text=True
@@ -318,7 +308,7 @@ def test_writes_of_an_idle_writer_are_committed_on_time_and_survive_sigkill(tmp_
         seen: set[str] = set()
         while time.monotonic() - written_at < 10 and seen != expected:
             time.sleep(0.05)
-            seen = _stored_states(path)
+            seen = db.states(path)
         waited = time.monotonic() - written_at
         assert seen == expected, f"a reader saw {len(seen)} of 5 rows {waited:.1f} s after the writes"
         assert waited < interval + 5  # committed by the timer, not at some later write
@@ -326,11 +316,11 @@ def test_writes_of_an_idle_writer_are_committed_on_time_and_survive_sigkill(tmp_
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
     assert process.returncode == -signal.SIGKILL
-    assert _stored_states(path) == expected
+    assert db.states(path) == expected
 
 
-def test_interval_commit_without_further_writes_in_process(tmp_path):
-    path = tmp_path / "b.db"
+def test_interval_commit_without_further_writes_in_process(db):
+    path = db.location("b.db")
     with ExperienceReplayBuffer(
         path, embedder=HashedEmbedder(), commit_every=10**9, commit_interval_s=0.05
     ) as buffer:
@@ -340,10 +330,10 @@ def test_interval_commit_without_further_writes_in_process(tmp_path):
         while buffer.store.commit_due_in() is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert buffer.store.commit_due_in() is None  # the timer committed
-        assert len(_stored_states(path)) == 1
+        assert len(db.states(path)) == 1
         buffer.add(make_task(), make_step(2), source="real")  # a new batch arms a new timer
         time.sleep(0.3)
-        assert len(_stored_states(path)) == 2
+        assert len(db.states(path)) == 2
 
 
 TWO_WRITERS = textwrap.dedent(
@@ -365,8 +355,8 @@ TWO_WRITERS = textwrap.dedent(
 )
 
 
-def test_two_writer_processes_wait_for_each_other(tmp_path):
-    path = tmp_path / "shared.db"
+def test_two_writer_processes_wait_for_each_other(db):
+    path = db.location("shared.db")
     ExperienceReplayBuffer(path, embedder=HashedEmbedder(dim=32)).close()  # created before both start
     writers = [
         subprocess.Popen(
@@ -381,27 +371,30 @@ def test_two_writer_processes_wait_for_each_other(tmp_path):
     for writer, (out, err) in zip(writers, outputs, strict=True):
         assert writer.returncode == 0 and out.strip() == "done", err
         assert "OperationalError" not in err
-    states = _stored_states(path)
+    states = db.states(path)
     assert states == {f"{name} state {i}" for name in ("a", "b") for i in range(200)}
+    with ExperienceReplayBuffer(path) as reader:  # every row once, with its vector, under its own id
+        assert len(reader) == reader.store.count_table("vectors") == 400
+        top = reader.search("b state 7", "click[7]", k=1, sources=None)[0]
+        assert top.record.state == "b state 7" and top.score == pytest.approx(1.0, abs=1e-5)
 
 
-def test_a_writer_blocked_past_its_busy_timeout_gets_a_data_error_naming_the_file(tmp_path):
-    path = tmp_path / "locked.db"
+def test_a_writer_blocked_past_its_busy_timeout_gets_a_data_error_naming_the_buffer(db):
+    path = db.location("locked.db")
     ExperienceReplayBuffer(path, embedder=HashedEmbedder()).close()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # another writer's open transaction
-    try:
-        with ExperienceReplayBuffer(path, embedder=HashedEmbedder(), busy_timeout_s=0.2) as blocked:
-            started = time.monotonic()
-            with pytest.raises(DataError, match=r"locked\.db.*locked by another writer") as caught:
-                blocked.add(make_task(), make_step(1), source="real")
-            assert time.monotonic() - started >= 0.15  # it waited before giving up
-            assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
-            holder.execute("COMMIT")
-            blocked.add(make_task(), make_step(1), source="real")  # free again: the write goes through
-    finally:
-        holder.close()
-    assert len(_stored_states(path)) == 1
+    with (
+        db.write_lock_held(path) as release,  # another writer's open transaction
+        ExperienceReplayBuffer(path, embedder=HashedEmbedder(), busy_timeout_s=0.2) as blocked,
+    ):
+        started = time.monotonic()
+        name = "locked.db" if not db.is_postgres else "search_path"
+        with pytest.raises(DataError, match=rf"{name}.*locked by another writer") as caught:
+            blocked.add(make_task(), make_step(1), source="real")
+        assert time.monotonic() - started >= 0.15  # it waited before giving up
+        assert isinstance(caught.value.__cause__, db.error_type)
+        release()
+        blocked.add(make_task(), make_step(1), source="real")  # free again: the write goes through
+    assert len(db.states(path)) == 1
 
 
 def test_zero_length_file_is_a_data_error_naming_the_file(tmp_path):
@@ -461,3 +454,23 @@ def test_close_leaves_no_wal_files(tmp_path):
     with ExperienceReplayBuffer(path, read_only=True) as reader:
         assert len(reader) == 50
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.db"]  # a reader's files go too
+
+
+def test_a_search_sees_the_rows_another_writer_committed(db):
+    """Two buffers on one database: each one's index follows the other's committed rows."""
+    path = db.location("shared.db")
+    ExperienceReplayBuffer(path, embedder=HashedEmbedder()).close()  # created before both open it
+    with (
+        ExperienceReplayBuffer(path, embedder=HashedEmbedder(), commit_every=1) as first,
+        ExperienceReplayBuffer(path, embedder=HashedEmbedder(), commit_every=1) as second,
+    ):
+        first.add_steps(make_task(0), [make_step(i) for i in range(3)], source="real")
+        assert (
+            second.search(make_step(1).state, make_step(1).action, k=1)[0].record.state == make_step(1).state
+        )
+        assert len(second) == 3 and second.counts()["real"] == 3
+        ids = second.add_steps(make_task(1), [make_step(10), make_step(1)], source="real")
+        assert ids[1] == first.search(make_step(1).state, make_step(1).action, k=1)[0].record.id  # a repeat
+        assert second.duplicates == 1 and len(first) == len(second) == 4
+        top = first.search(make_step(10).state, make_step(10).action, k=1)[0]
+        assert top.record.id == ids[0] and top.score == pytest.approx(1.0, abs=1e-5)
