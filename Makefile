@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Dev/CI pins (torch CPU build) live in constraints.txt, not in the package metadata.
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
-TEST_EXTRAS := dev,local,replay-st,sb3,rl
+TEST_EXTRAS := dev,local,replay-st,sb3,rl,train,bench,postgres,ray,openenv
 PYTEST_ARGS ?=
 
 .PHONY: demo test lint venv clean

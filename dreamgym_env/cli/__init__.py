@@ -17,8 +17,12 @@ from rich.markup import escape
 import dreamgym_env  # noqa: F401  (registers the ids)
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import stop_reason
+from dreamgym_env.cli.bench import bench_command
 from dreamgym_env.cli.buffer import buffer_app
 from dreamgym_env.cli.errors import DreamGymTyper
+from dreamgym_env.cli.experience import experience_app
+from dreamgym_env.cli.fidelity import fidelity_command
+from dreamgym_env.cli.serve import serve_command
 from dreamgym_env.cli.sim2real import sim2real_command
 from dreamgym_env.cli.tasks import tasks_app
 from dreamgym_env.envs.registry import default_domain, get_domain, reference_id, synthetic_id
@@ -31,9 +35,13 @@ app = DreamGymTyper(
 )
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(buffer_app, name="buffer")
+app.add_typer(experience_app, name="experience")
+app.command("fidelity")(fidelity_command)
+app.command("bench")(bench_command)
 experiment_app = DreamGymTyper(help="Experiments that train agents and report results.", no_args_is_help=True)
 experiment_app.command("sim2real")(sim2real_command)
 app.add_typer(experiment_app, name="experiment")
+app.command("serve")(serve_command)
 console = Console()
 
 
