@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.base import gather_or_cancel
 from dreamgym_env.experience.prompt import clip
 
 if TYPE_CHECKING:
@@ -184,17 +184,6 @@ class LocalChat:
         self.model.close()
 
 
-async def _gather_all(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
-    """Run ``calls`` concurrently; the first failure cancels the others and is raised."""
-    tasks = [asyncio.ensure_future(call) for call in calls]
-    try:
-        return list(await asyncio.gather(*tasks))
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
 class LLMAgent(Agent):
     """A chat model as the agent of a domain (see the module docstring for prompt and parsing).
 
@@ -222,7 +211,7 @@ class LLMAgent(Agent):
         calls = [
             self.client.complete(agent_messages(self.domain, t, history_len=self.history_len)) for t in turns
         ]
-        replies = self.client.run(_gather_all(calls))
+        replies = self.client.run(gather_or_cancel(calls))
         return [_decision(reply) for reply in replies]
 
 

@@ -16,6 +16,21 @@ PROMPT_VERSION = "4"
 """Bumped whenever the prompt assembly changes, so that cached transitions of older prompts miss."""
 
 
+async def gather_or_cancel(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run ``calls`` concurrently, results in order; the first failure cancels the others and is raised.
+
+    The cancelled ones are awaited before the failure propagates, so none is left running (the
+    embedded model's threads stop at their next token and give back their slots).
+    """
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class ExperienceModel(ABC):
     """Predicts the next state and reward of an environment from the interaction so far.
 

@@ -46,7 +46,7 @@ from dreamgym_env.errors import (
     excerpt,
 )
 from dreamgym_env.experience.answers import AnswerJudge, ChatReply
-from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
 from dreamgym_env.experience.prompt import clip, messages, system_prompt, transition_schema
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
 from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
@@ -378,14 +378,7 @@ class LocalExperienceModel(ExperienceModel):
         """
         if len(requests) == 1:
             return [await self._predict_one(requests[0])]
-        tasks = [asyncio.ensure_future(self._predict_one(request)) for request in requests]
-        try:
-            return list(await asyncio.gather(*tasks))
-        finally:
-            for task in tasks:
-                task.cancel()
-            # Wait for the cancelled ones: their threads stop at the next token and give back their slots.
-            await asyncio.gather(*tasks, return_exceptions=True)
+        return await gather_or_cancel([self._predict_one(request) for request in requests])
 
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)

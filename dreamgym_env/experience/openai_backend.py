@@ -10,12 +10,11 @@ error from :mod:`dreamgym_env.errors` is raised: a transition is never invented.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from dreamgym_env.experience.answers import AnswerJudge
-from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
 from dreamgym_env.experience.config import EndpointConfig
 from dreamgym_env.experience.prompt import clip, messages, transition_schema
 from dreamgym_env.experience.transport import Deadline, EndpointTransport, FormatMode
@@ -65,14 +64,7 @@ class OpenAIExperienceModel(ExperienceModel):
 
     async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
         """Answer each request, concurrently, in order; the first failure cancels the rest."""
-        tasks = [asyncio.ensure_future(self._predict_one(r)) for r in requests]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        return await gather_or_cancel([self._predict_one(r) for r in requests])
 
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)
