@@ -58,7 +58,9 @@ class FidelityReport:
     ``field_similarity`` (rapidfuzz ratio of each field's JSON) are ``None`` / empty where the
     domain or the mode has nothing to compare. ``rubric_reward_agreement``: the reward
     agreement when the domain's rubric scores the predicted state where it can
-    (``reward_mode="rubric"``), structured mode only. ``latency_s``, ``prompt_tokens`` and
+    (``reward_mode="rubric"``), structured mode only; ``rubric_done_agreement``: the episode-end
+    agreement when, in a domain whose episodes end exactly at a win (``Domain.ends_when_won``),
+    the rubric's win decides the end instead of the model. ``latency_s``, ``prompt_tokens`` and
     ``completion_tokens`` are means per answered transition.
     """
 
@@ -74,6 +76,7 @@ class FidelityReport:
     always_zero_reward: float = 0.0
     always_zero_done: float = 0.0
     rubric_reward_agreement: float | None = None
+    rubric_done_agreement: float | None = None
     kind_agreement: float | None = None
     admissible_jaccard: float | None = None
     fields: dict[str, float] = field(default_factory=dict)
@@ -154,7 +157,8 @@ class TransitionScore:
     states rendered); ``predicted`` is ``None`` when the model gave no answer (``error`` says
     why). ``valid``: the answer is a state of the domain; the comparisons are ``False`` / 0 and
     ``fields`` 0 where it is not. ``rubric_agrees`` is ``None`` where no abstract state was
-    predicted; ``rubric_scored`` says whether the domain's rubric (not the model) gave the reward.
+    predicted; ``rubric_scored`` says whether the domain's rubric (not the model) gave the reward,
+    ``rubric_ended`` whether it also decided the episode end (``rubric_done_agrees``).
     ``kind_agrees`` and ``jaccard`` are ``None`` where the domain has nothing to compare.
     """
 
@@ -174,6 +178,8 @@ class TransitionScore:
     predicted_win: bool = False
     rubric_agrees: bool | None = None
     rubric_scored: bool = False
+    rubric_done_agrees: bool | None = None
+    rubric_ended: bool = False
     kind_agrees: bool | None = None
     jaccard: float | None = None
     fields: dict[str, float] = field(default_factory=dict)
@@ -267,7 +273,7 @@ def _score(
     guess_text = views.text(predicted.next_state, guess_abstract)
     truth_norm, guess_norm = normalize_state(true_text), normalize_state(guess_text)
     same_state = truth_norm == guess_norm
-    rubric_agrees, rubric_scored = None, False
+    rubric_agrees, rubric_scored, rubric_done_agrees, rubric_ended = None, False, None, False
     if guess_abstract is not None:
         action = pack.parse_action(reference.request.action)
         rubric = (
@@ -278,6 +284,9 @@ def _score(
         rubric_scored = rubric is not None
         scored = rubric if rubric is not None else predicted.reward
         rubric_agrees = abs(scored - truth.reward) <= reward_tolerance
+        rubric_ended = rubric is not None and pack.ends_when_won
+        ends = rubric >= 1.0 - reward_tolerance if rubric is not None and rubric_ended else predicted.terminated
+        rubric_done_agrees = ends == truth.terminated
     jaccard = None
     if true_actions is not None:
         guess_actions = views.actions(guess_text, guess_abstract) or set()
@@ -307,6 +316,8 @@ def _score(
         predicted_win=predicted.reward >= 1.0 - reward_tolerance,
         rubric_agrees=rubric_agrees,
         rubric_scored=rubric_scored,
+        rubric_done_agrees=rubric_done_agrees,
+        rubric_ended=rubric_ended,
         kind_agrees=kind_agrees,
         jaccard=jaccard,
         fields=fields,
@@ -383,6 +394,9 @@ def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
         always_zero_done=_mean([not s.reference.truth.terminated for s in scores]),
         rubric_reward_agreement=_mean([bool(s.rubric_agrees) for s in scores])
         if any(s.rubric_scored for s in scores)
+        else None,
+        rubric_done_agreement=_mean([bool(s.rubric_done_agrees) for s in scores])
+        if any(s.rubric_ended for s in scores)
         else None,
         kind_agreement=_mean(kinds) if kinds else None,
         admissible_jaccard=_mean(jaccards) if jaccards else None,

@@ -158,6 +158,10 @@ class Domain(ABC):
     ends_only_on_terminal_actions: bool = False
     """When True, only :meth:`is_terminal_action` actions end an episode: a model's "done" on any
     other action is ignored (e.g. a shop that ends at its buy button and nowhere else)."""
+    ends_when_won: bool = False
+    """When True, the reference env ends an episode exactly when the task is won (or truncates
+    it): with ``reward_mode="rubric"``, where :meth:`rubric_reward` scores the predicted state, its
+    win ends the episode, not the model's "done" (e.g. a household task that ends once placed)."""
     reward_modes: tuple[RewardMode, ...] = ("outcome",)
     """The ``reward`` values the reference env accepts."""
     state_schema: ClassVar[type[BaseModel] | None] = None

@@ -81,7 +81,9 @@ class DreamEnv(gym.Env[str, str]):
     completed, else 0 (clipped to [0, 1]; the model's reward counts only at the step that ends
     the episode). With ``reward_mode="rubric"`` (structured mode) the domain scores the predicted
     state against the task's goal where it can (``Domain.rubric_reward``; ``info["reward_source"]``
-    says which one counted). An invalid action gives 0.
+    says which one counted); in a domain whose episodes end exactly at a win
+    (``Domain.ends_when_won``) the rubric's win also decides the episode end. An invalid action
+    gives 0.
 
     ## Starting State
     ``reset(seed=..., options={"task": ...})`` takes a :class:`~dreamgym_env.types.Task`, a task
@@ -302,6 +304,7 @@ class DreamEnv(gym.Env[str, str]):
         observation = next_state = transition.next_state
         reward_source: RewardSource = "model"
         model_reward = transition.reward
+        rubric: float | None = None
         if self.state_mode == "structured":
             assert self.task is not None
             try:
@@ -329,6 +332,8 @@ class DreamEnv(gym.Env[str, str]):
             )
         terminal_action = self.domain.is_terminal_action(pending.action)
         model_ends = transition.terminated and not self.domain.ends_only_on_terminal_actions
+        if rubric is not None and self.domain.ends_when_won:
+            model_ends = rubric >= 1.0
         terminated = terminal_action or model_ends
         reward = min(1.0, max(0.0, model_reward)) if terminated else 0.0
         step = Step(

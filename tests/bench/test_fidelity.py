@@ -206,3 +206,37 @@ def test_field_similarity_is_partial_credit_for_a_wrong_field():
     assert set(report.field_similarity) == set(report.fields)
     assert all(report.field_similarity[f] >= report.fields[f] for f in report.fields)
     assert any(report.fields[f] < report.field_similarity[f] < 1.0 for f in report.fields)
+
+
+def test_the_rubric_decides_the_end_where_episodes_end_at_a_win():
+    domain = get_domain("alfworld")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
+    )
+    references = reference_transitions(trajectories, domain)
+    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
+
+    def says_done_every_step(request):  # the right state, wrongly judged over (as the 0.5B model does)
+        truth = truths[(request.task.id, request.state, request.action)]
+        return Transition(next_state=truth.next_state, reward=1.0, terminated=True)
+
+    report = measure_fidelity(ScriptedExperienceModel(says_done_every_step), references)
+    ends = sum(r.truth.terminated for r in references)
+    assert 0 < ends < len(references)
+    assert report.done_agreement == pytest.approx(ends / len(references))
+    assert report.rubric_done_agreement == report.rubric_reward_agreement == 1.0
+    webshop = measure_fidelity(
+        OracleExperienceModel("webshop"),
+        reference_transitions(
+            collect_trajectories(
+                WebShopRefEnv(split="test", max_steps=15),
+                make_policy("expert", "webshop"),
+                2,
+                progress=False,
+                state_mode="structured",
+            ),
+            "webshop",
+        ),
+    )
+    assert webshop.rubric_done_agreement is None  # WebShop ends at its buy button, not at a win

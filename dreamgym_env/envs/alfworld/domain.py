@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.envs.alfworld.goal import parse_instruction
+from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
 from dreamgym_env.envs.alfworld.grammar import parse_action
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.prompt import PROMPT
@@ -15,6 +15,7 @@ from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS, ALFWorldState, ren
 from dreamgym_env.envs.alfworld.state import admissible_actions as state_admissible_actions
 from dreamgym_env.envs.alfworld.tasks import world_of
 from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class ALFWorldDomain(Domain):
     display_name = "ALFWorld"
     max_episode_steps = MAX_EPISODE_STEPS
     reward_modes = ("outcome", "score")
+    ends_when_won = True
 
     state_schema = ALFWorldState
     state_kind_field = "location"
@@ -111,6 +113,18 @@ class ALFWorldDomain(Domain):
         from dreamgym_env.envs.alfworld.task_variations import ALFWorldTaskVariations
 
         return ALFWorldTaskVariations(self)
+
+    def rubric_reward(self, task: Task, state: Any, action: ParsedAction) -> float | None:
+        """1.0 when the state shows the task's goal met (:func:`~dreamgym_env.envs.alfworld.goal.state_satisfies`), else 0.0.
+
+        ``None`` when the task has no goal (a free instruction in none of ALFWorld's phrasings).
+        """
+        try:
+            goal = Goal.of_task(task)
+        except ConfigurationError:
+            return None
+        room = state if isinstance(state, ALFWorldState) else ALFWorldState.model_validate(state.model_dump())
+        return float(state_satisfies(goal, room))
 
     def admissible_actions(self, state: str) -> list[str] | None:
         """``None``: one ALFWorld observation does not list the room, so the text cannot tell."""

@@ -23,6 +23,7 @@ from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
     from dreamgym_env.envs.alfworld.household import Household
+    from dreamgym_env.envs.alfworld.state import ALFWorldState
 
 FAMILIES = (
     "pick_and_place",
@@ -212,3 +213,32 @@ class GoalCheck:
         if state is None:
             return best / goal.count
         return (bool(ready) + best) / 2
+
+
+def state_satisfies(goal: Goal, state: ALFWorldState) -> bool:
+    """Whether an abstract state shows ``goal`` met, by :class:`GoalCheck`'s rules on what it shows.
+
+    Place families: as many objects of the type as the goal needs, with its state
+    (``object_states``), seen together in or on one receptacle of the target type (a ``put``
+    shows the receptacle's whole contents). Light: an object of the type in the inventory, and
+    a lamp of the type on (``lamps_on``) and seen where the agent stands. This is how a
+    synthetic state is scored (``reward_mode="rubric"``); on the reference env's own states it
+    agrees with the reference env's win at every step.
+    """
+    if goal.family == "look_at_obj_in_light":
+        holding = any(kind_of(o) == goal.object_type for o in state.inventory)
+        here = state.seen.get(state.location, []) if state.location is not None else []
+        lit = any(kind_of(lamp) == goal.lamp_type and lamp in here for lamp in state.lamps_on)
+        return holding and lit
+    needed = goal.needed_state
+    for receptacle, objects in state.seen.items():
+        if kind_of(receptacle) != goal.receptacle_type:
+            continue
+        ready = [
+            o
+            for o in objects
+            if kind_of(o) == goal.object_type and (needed is None or needed in state.object_states.get(o, []))
+        ]
+        if len(ready) >= goal.count:
+            return True
+    return False

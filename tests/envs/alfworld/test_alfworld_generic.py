@@ -24,7 +24,7 @@ from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer, ok
-from dreamgym_env.types import Task, Trajectory
+from dreamgym_env.types import Task, Trajectory, Transition
 from dreamgym_env.wrappers.replay_grounding import ReplayGrounding
 
 DOMAIN = get_domain("alfworld")
@@ -221,3 +221,35 @@ def test_dreamgym_demo_domain_alfworld(monkeypatch: pytest.MonkeyPatch):
 def test_dreamgym_demo_domain_alfworld_past_four_steps(monkeypatch: pytest.MonkeyPatch):
     result = run_demo_cli(monkeypatch, 12)
     assert result.exit_code == 0, result.output
+
+
+def test_in_rubric_mode_a_win_on_the_predicted_state_ends_the_episode_not_the_models_done():
+    task = next(t for t in DOMAIN.tasks("test") if t.metadata["goal"]["family"] == "pick_and_place")
+    goal = task.metadata["goal"]
+    start = DOMAIN.initial_abstract_state(task)
+    assert isinstance(start, ALFWorldState)
+    target = next(r for r in start.receptacles if r.startswith(goal["receptacle_type"] + " "))
+    obj = f"{goal['object_type']} 1"
+    arrived = start.model_copy(update={"location": target, "seen": {target: []}, "event": "arrive"})
+    placed = arrived.model_copy(
+        update={
+            "seen": {target: [obj]},
+            "event": "message",
+            "feedback": f"You put the {obj} in/on the {target}.",
+        }
+    )
+    # the model's judgement is wrong both times: "done, reward 1" on arriving, "not done" on the win
+    answers = iter(
+        [
+            Transition(next_state=arrived.model_dump_json(), reward=1.0, terminated=True),
+            Transition(next_state=placed.model_dump_json(), reward=0.0, terminated=False),
+        ]
+    )
+    model = ScriptedExperienceModel(lambda request: next(answers))
+    env = DreamEnv(DOMAIN, model, state_mode="structured", reward_mode="rubric")
+    env.reset(options={"task": task})
+    _, reward, terminated, _, info = env.step(f"go to {target}")
+    assert (reward, terminated, info["reward_source"]) == (0.0, False, "rubric")
+    _, reward, terminated, _, info = env.step(f"put {obj} in/on {target}")
+    assert (reward, terminated, info["won"]) == (1.0, True, True)
+    env.close()

@@ -2,8 +2,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dreamgym_env.envs.alfworld.goal import FAMILIES
 from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
 from dreamgym_env.envs.alfworld.state import ALFWorldState, admissible_actions, describe, render, see_list
+from dreamgym_env.envs.domain import ActionError
+from dreamgym_env.envs.registry import get_domain
+
+DOMAIN = get_domain("alfworld")
 
 
 def test_lists_follow_alfworld():
@@ -67,3 +72,55 @@ def test_the_env_text_is_always_the_render_of_its_abstract_state():
             obs, _, terminated, _, info = env.step(actions[int(rng.integers(len(actions)))])
             if terminated:
                 break
+
+
+def _rubric_and_truth(
+    env: ALFWorldRefEnv, policy, episodes: int
+) -> tuple[list[tuple[float, float]], set[str]]:
+    """(rubric of the env's own next state, the env's reward) at every step of ``episodes`` episodes, and the families won."""
+    pairs, won = [], set()
+    for episode in range(episodes):
+        obs, info = env.reset(seed=episode)
+        task, done = info["task"], False
+        while not done:
+            action = policy(obs, info)
+            obs, reward, terminated, truncated, info = env.step(action)
+            parsed = DOMAIN.parse_action(action)
+            assert not isinstance(parsed, ActionError)
+            rubric = DOMAIN.rubric_reward(task, env.abstract_state, parsed)
+            assert rubric is not None
+            pairs.append((rubric, float(reward)))
+            if terminated and reward == 1.0:
+                won.add(task.metadata["goal"]["family"])
+            done = terminated or truncated
+    return pairs, won
+
+
+def test_the_rubric_agrees_with_the_reference_env_at_every_step():
+    env = ALFWorldRefEnv(split="test", max_steps=50)
+    expert_pairs, won = _rubric_and_truth(env, DOMAIN.expert_policy(), 60)
+    rng = np.random.default_rng(0)
+
+    def random_policy(obs, info):
+        actions = info["admissible_actions"]
+        return actions[int(rng.integers(len(actions)))]
+
+    random_pairs, _ = _rubric_and_truth(env, random_policy, 20)
+    assert won == set(FAMILIES)  # the rubric meets wins of every family
+    assert all(rubric == truth for rubric, truth in expert_pairs + random_pairs)
+
+
+def test_the_rubric_scores_what_a_state_shows():
+    task = next(t for t in DOMAIN.tasks("test") if t.metadata["goal"]["family"] == "pick_clean_then_place")
+    goal = task.metadata["goal"]
+    obj, recep = f"{goal['object_type']} 1", f"{goal['receptacle_type']} 1"
+    shows = ALFWorldState(instruction=task.instruction, location=recep, seen={recep: [obj]}, event="message")
+    put = DOMAIN.parse_action(f"put {obj} in/on {recep}")
+    assert not isinstance(put, ActionError)
+    assert DOMAIN.rubric_reward(task, shows, put) == 0.0  # placed, but not clean
+    clean = shows.model_copy(update={"object_states": {obj: ["clean"]}})
+    assert DOMAIN.rubric_reward(task, clean, put) == 1.0
+    elsewhere = clean.model_copy(update={"seen": {"garbagecan 1": [obj]}})
+    assert DOMAIN.rubric_reward(task, elsewhere, put) == 0.0
+    free = DOMAIN.make_task("tidy up the room")
+    assert DOMAIN.rubric_reward(free, clean, put) is None  # no goal: the model's reward stands
