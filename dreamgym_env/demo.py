@@ -437,7 +437,9 @@ def _play(
                 try:
                     observation, reward, terminated, truncated, info = env.step(action)
                 except ExperienceModelError as exc:  # typed, after its re-asks: this episode cannot go on
-                    bar.console.print(Text(f"the model failed this step ({exc}): episode stopped", style="yellow"))
+                    bar.console.print(
+                        Text(f"the model failed this step ({exc}): episode stopped", style="yellow")
+                    )
                     break
                 if reference_done and not same_page:
                     ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True

@@ -285,7 +285,9 @@ def _score(
         scored = rubric if rubric is not None else predicted.reward
         rubric_agrees = abs(scored - truth.reward) <= reward_tolerance
         rubric_ended = rubric is not None and pack.ends_when_won
-        ends = rubric >= 1.0 - reward_tolerance if rubric is not None and rubric_ended else predicted.terminated
+        ends = (
+            rubric >= 1.0 - reward_tolerance if rubric is not None and rubric_ended else predicted.terminated
+        )
         rubric_done_agrees = ends == truth.terminated
     jaccard = None
     if true_actions is not None:

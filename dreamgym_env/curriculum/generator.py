@@ -308,9 +308,7 @@ class TaskGenerator:
                 candidates = parse_candidates(text)
                 if isinstance(candidates, str):
                     cut = " (cut at the token limit)" if reply.finish_reason == "length" else ""
-                    report.rejected.append(
-                        Rejection("malformed", candidates + cut, None, excerpt(text))
-                    )
+                    report.rejected.append(Rejection("malformed", candidates + cut, None, excerpt(text)))
                     continue
                 for candidate in candidates:
                     outcome = self.check(candidate, by_id)

@@ -9,6 +9,7 @@ Importing this package registers the built-in packs (each registers itself in it
 from dreamgym_env.envs import webshop  # noqa: F401
 from dreamgym_env.envs import alfworld  # noqa: F401
 from dreamgym_env.envs import webarena  # noqa: F401
+
 # isort: on
 from dreamgym_env.envs.domain import (
     ACTION_SLOT,

@@ -115,8 +115,6 @@ def world_goals(world: World, count: int) -> list[tuple[Goal, int]]:
     return chosen
 
 
-
-
 def make_task(
     task_id: str, world: World, goal: Goal, phrasing: int = 0, instruction: str | None = None
 ) -> Task:

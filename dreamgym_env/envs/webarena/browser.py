@@ -98,7 +98,9 @@ class Browser:
     def _number(self, page: Page) -> list[Element]:
         tab = self.tab
         out = [Element(1, "RootWebArea", page.title, 0, {"focused": tab.focus is None}, Node("RootWebArea"))]
-        body = ([Node("alert", children=[Node("StaticText", tab.message)])] if tab.message else []) + page.body
+        body = (
+            [Node("alert", children=[Node("StaticText", tab.message)])] if tab.message else []
+        ) + page.body
 
         def visit(node: Node, depth: int) -> None:
             props = node.props
@@ -116,8 +118,16 @@ class Browser:
             if node.role == "combobox" and node.field in tab.expanded:
                 chosen = props.get("value")
                 for option in node.options:
-                    out.append(Element(len(out) + 1, "option", option, depth + 1, {"selected": option == chosen},
-                                       Node("option", option, field=node.field)))
+                    out.append(
+                        Element(
+                            len(out) + 1,
+                            "option",
+                            option,
+                            depth + 1,
+                            {"selected": option == chosen},
+                            Node("option", option, field=node.field),
+                        )
+                    )
 
         for node in body:
             visit(node, 1)
@@ -150,8 +160,11 @@ class Browser:
     def _perform(self, host_url: str, op: str, args: tuple[str, ...]) -> None:
         host, _ = split_url(host_url)
         site = self.world.by_host[host]
-        values = {e.node.field: str(e.properties.get("value", "")) for e in self.elements()
-                  if e.node.field is not None and e.role != "option"}
+        values = {
+            e.node.field: str(e.properties.get("value", ""))
+            for e in self.elements()
+            if e.node.field is not None and e.role != "option"
+        }
         outcome: Outcome = site.perform(op, args, values)
         self.version += 1
         self.navigate(outcome.url, outcome.message)
@@ -254,4 +267,6 @@ class Browser:
         total = len(self.elements()) - 1
         top = max(0, total - VIEWPORT)
         tab = self.tab
-        tab.scroll = min(top, tab.scroll + SCROLL_STEP) if direction == "down" else max(0, tab.scroll - SCROLL_STEP)
+        tab.scroll = (
+            min(top, tab.scroll + SCROLL_STEP) if direction == "down" else max(0, tab.scroll - SCROLL_STEP)
+        )

@@ -74,7 +74,9 @@ def string_match(answers: Mapping[str, Any], answer: str) -> Verdict:
 def url_match(reference: str, url: str) -> bool:
     ref_host, ref = split_url(reference)
     host, got = split_url(url)
-    return ref_host == host and ref.path == got.path and all(got.query.get(k) == v for k, v in ref.query.items())
+    return (
+        ref_host == host and ref.path == got.path and all(got.query.get(k) == v for k, v in ref.query.items())
+    )
 
 
 def _same(a: str, b: str) -> bool:
@@ -108,7 +110,9 @@ def _voted(world: World, post_id: int, direction: int) -> bool:
 
 
 def _commented(world: World, post_id: int, text: str) -> bool:
-    return any(c.author == REDDIT_ME and _same(c.body, text) for c in world.reddit.comments.get(int(post_id), ()))
+    return any(
+        c.author == REDDIT_ME and _same(c.body, text) for c in world.reddit.comments.get(int(post_id), ())
+    )
 
 
 def _posted(world: World, forum: str, title: str) -> bool:
@@ -120,7 +124,9 @@ def _starred(world: World, project: str, value: bool = True) -> bool:
 
 
 def _issue_created(world: World, project: str, title: str) -> bool:
-    return any(_same(i.title, title) and i.author == GITLAB_ME for i in world.gitlab.new_issues.get(project, ()))
+    return any(
+        _same(i.title, title) and i.author == GITLAB_ME for i in world.gitlab.new_issues.get(project, ())
+    )
 
 
 def _issue_state(world: World, project: str, iid: int, state: str) -> bool:
@@ -132,9 +138,18 @@ def _member(world: World, project: str, user: str, role: str) -> bool:
 
 
 CHECKS: dict[str, Callable[..., bool]] = {
-    "cart_contains": _cart, "order_placed": _bought, "order_status": _order_status, "product_price": _price,
-    "subscribed": _subscribed, "voted": _voted, "commented": _commented, "posted": _posted,
-    "starred": _starred, "issue_created": _issue_created, "issue_state": _issue_state, "member": _member,
+    "cart_contains": _cart,
+    "order_placed": _bought,
+    "order_status": _order_status,
+    "product_price": _price,
+    "subscribed": _subscribed,
+    "voted": _voted,
+    "commented": _commented,
+    "posted": _posted,
+    "starred": _starred,
+    "issue_created": _issue_created,
+    "issue_state": _issue_state,
+    "member": _member,
 }
 """The state checks a ``program_state`` evaluator may name, each ``(world, **args) -> bool``."""
 

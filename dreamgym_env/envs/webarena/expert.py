@@ -63,8 +63,11 @@ def text_matching(pattern: str) -> Reader:
 
 def ranked(n: int) -> Reader:
     """The product names after ``Rank 1`` ... ``Rank n`` of the bestsellers report."""
+
     def read(elements: list[Element]) -> str:
-        names = [elements[i + 1].name for i, e in enumerate(elements[:-1]) if re.fullmatch(r"Rank \d+", e.name)]
+        names = [
+            elements[i + 1].name for i, e in enumerate(elements[:-1]) if re.fullmatch(r"Rank \d+", e.name)
+        ]
         return ", ".join(names[:n])
 
     return read
@@ -95,8 +98,12 @@ def _project(slots: dict[str, str]) -> list[Step]:
 
 
 def _route(slots: dict[str, str], mode: str) -> list[Step]:
-    steps: list[Step] = [Click("link", "Find directions between two points"), Type("From", slots["start"], False),
-                         Type("To", slots["end"], False), Click("button", "Go")]
+    steps: list[Step] = [
+        Click("link", "Find directions between two points"),
+        Type("From", slots["start"], False),
+        Type("To", slots["end"], False),
+        Click("button", "Go"),
+    ]
     return [*steps, Click("link", mode)] if mode != "Car" else steps
 
 
@@ -105,56 +112,125 @@ PLANS: dict[str, Callable[[dict[str, str]], list[Step]]] = {
     "shopping.review_count": lambda s: [*_shop(s["product"]), Answer(text_matching(r"^(\d+) Reviews$"))],
     "shopping.rating": lambda s: [*_shop(s["product"]), Answer(text_matching(r"^Rating: (\d+)%$"))],
     "shopping.add_to_cart": lambda s: [*_shop(s["product"]), Click("button", "Add to Cart")],
-    "shopping.add_qty": lambda s: [*_shop(s["product"]), Type("Qty", s["qty"], False), Click("button", "Add to Cart")],
-    "shopping.buy": lambda s: [*_shop(s["product"]), Click("button", "Add to Cart"), Click("link", "My Cart", True),
-                               Click("link", "Proceed to Checkout"), Click("button", "Place Order")],
-    "shopping.order_total": lambda s: [Click("link", "My Orders"), Click("link", "View Order", after=f"Order # {s['order']}"),
-                                       Answer(text_matching(r"^Grand Total: \$([\d.]+)$"))],
-    "shopping.order_status": lambda s: [Click("link", "My Orders"), Click("link", "View Order", after=f"Order # {s['order']}"),
-                                        Answer(text_matching(r"^Status: (.+)$"))],
+    "shopping.add_qty": lambda s: [
+        *_shop(s["product"]),
+        Type("Qty", s["qty"], False),
+        Click("button", "Add to Cart"),
+    ],
+    "shopping.buy": lambda s: [
+        *_shop(s["product"]),
+        Click("button", "Add to Cart"),
+        Click("link", "My Cart", True),
+        Click("link", "Proceed to Checkout"),
+        Click("button", "Place Order"),
+    ],
+    "shopping.order_total": lambda s: [
+        Click("link", "My Orders"),
+        Click("link", "View Order", after=f"Order # {s['order']}"),
+        Answer(text_matching(r"^Grand Total: \$([\d.]+)$")),
+    ],
+    "shopping.order_status": lambda s: [
+        Click("link", "My Orders"),
+        Click("link", "View Order", after=f"Order # {s['order']}"),
+        Answer(text_matching(r"^Status: (.+)$")),
+    ],
     "shopping.category": lambda s: [Click("link", s["category"]), Answer(nothing)],
-    "shopping_admin.set_status": lambda s: [*_admin_find("Orders", s["order"]), Click("link", f"Order #{s['order']}"),
-                                            Click("combobox", "Status"), Click("option", s["status"]),
-                                            Click("button", "Update Status")],
-    "shopping_admin.customer_orders": lambda s: [*_admin_find("Orders", s["customer"]),
-                                                 Answer(text_matching(r"^(\d+) records found$"))],
-    "shopping_admin.customer_email": lambda s: [*_admin_find("Customers", s["customer"]), Click("link", s["customer"]),
-                                                Answer(text_matching(r"^Email: (.+)$"))],
-    "shopping_admin.order_total": lambda s: [*_admin_find("Orders", s["order"]), Click("link", f"Order #{s['order']}"),
-                                             Answer(text_matching(r"^Grand Total: \$([\d.]+)$"))],
-    "shopping_admin.bestseller_month": lambda s: [Click("link", "Reports"), Click("link", s["year"]),
-                                                  Click("link", s["month"]), Answer(ranked(1))],
-    "shopping_admin.bestsellers_year": lambda s: [Click("link", "Reports"), Click("link", s["year"]),
-                                                  Answer(ranked(int(s["n"])))],
-    "shopping_admin.set_price": lambda s: [*_admin_find("Products", s["product"]), Click("link", s["product"]),
-                                           Type("Price", s["price"], False), Click("button", "Save")],
+    "shopping_admin.set_status": lambda s: [
+        *_admin_find("Orders", s["order"]),
+        Click("link", f"Order #{s['order']}"),
+        Click("combobox", "Status"),
+        Click("option", s["status"]),
+        Click("button", "Update Status"),
+    ],
+    "shopping_admin.customer_orders": lambda s: [
+        *_admin_find("Orders", s["customer"]),
+        Answer(text_matching(r"^(\d+) records found$")),
+    ],
+    "shopping_admin.customer_email": lambda s: [
+        *_admin_find("Customers", s["customer"]),
+        Click("link", s["customer"]),
+        Answer(text_matching(r"^Email: (.+)$")),
+    ],
+    "shopping_admin.order_total": lambda s: [
+        *_admin_find("Orders", s["order"]),
+        Click("link", f"Order #{s['order']}"),
+        Answer(text_matching(r"^Grand Total: \$([\d.]+)$")),
+    ],
+    "shopping_admin.bestseller_month": lambda s: [
+        Click("link", "Reports"),
+        Click("link", s["year"]),
+        Click("link", s["month"]),
+        Answer(ranked(1)),
+    ],
+    "shopping_admin.bestsellers_year": lambda s: [
+        Click("link", "Reports"),
+        Click("link", s["year"]),
+        Answer(ranked(int(s["n"]))),
+    ],
+    "shopping_admin.set_price": lambda s: [
+        *_admin_find("Products", s["product"]),
+        Click("link", s["product"]),
+        Type("Price", s["price"], False),
+        Click("button", "Save"),
+    ],
     "reddit.subscribe": lambda s: [*_forum(s), Click("button", "Subscribe")],
     "reddit.unsubscribe": lambda s: [*_forum(s), Click("button", "Unsubscribe")],
     "reddit.upvote": lambda s: [*_post(s), Click("button", "Upvote")],
     "reddit.downvote": lambda s: [*_post(s), Click("button", "Downvote")],
     "reddit.comment": lambda s: [*_post(s), Type("Comment", s["comment"], False), Click("button", "Post")],
-    "reddit.new_post": lambda s: [*_forum(s), Click("link", "Submit a new post"), Type("Title", s["title"], False),
-                                  Click("button", "Create submission")],
+    "reddit.new_post": lambda s: [
+        *_forum(s),
+        Click("link", "Submit a new post"),
+        Type("Title", s["title"], False),
+        Click("button", "Create submission"),
+    ],
     "reddit.comment_count": lambda s: [*_post(s), Answer(text_matching(r"^(\d+) comments$"))],
     "reddit.author": lambda s: [*_post(s), Answer(text_matching(r"^Submitted by (\S+) in "))],
     "gitlab.star": lambda s: [*_project(s), Click("button", "Star")],
     "gitlab.unstar": lambda s: [*_project(s), Click("button", "Unstar")],
-    "gitlab.new_issue": lambda s: [*_project(s), Click("link", "Issues"), Click("link", "New issue"),
-                                   Type("Title", s["title"], False), Click("button", "Create issue")],
-    "gitlab.add_member": lambda s: [*_project(s), Click("link", "Members"), Type("Username or name", s["user"], False),
-                                    Click("combobox", "Role"), Click("option", s["role"]), Click("button", "Invite")],
-    "gitlab.close_issue": lambda s: [*_project(s), Click("link", "Issues"), Click("link", s["issue"]),
-                                     Click("button", "Close issue")],
-    "gitlab.open_issues": lambda s: [*_project(s), Click("link", "Issues"), Answer(text_matching(r"^Open (\d+)$"))],
+    "gitlab.new_issue": lambda s: [
+        *_project(s),
+        Click("link", "Issues"),
+        Click("link", "New issue"),
+        Type("Title", s["title"], False),
+        Click("button", "Create issue"),
+    ],
+    "gitlab.add_member": lambda s: [
+        *_project(s),
+        Click("link", "Members"),
+        Type("Username or name", s["user"], False),
+        Click("combobox", "Role"),
+        Click("option", s["role"]),
+        Click("button", "Invite"),
+    ],
+    "gitlab.close_issue": lambda s: [
+        *_project(s),
+        Click("link", "Issues"),
+        Click("link", s["issue"]),
+        Click("button", "Close issue"),
+    ],
+    "gitlab.open_issues": lambda s: [
+        *_project(s),
+        Click("link", "Issues"),
+        Answer(text_matching(r"^Open (\d+)$")),
+    ],
     "gitlab.stars": lambda s: [*_project(s), Answer(text_matching(r"^Stars: (\d+)$"))],
-    "gitlab.mr_author": lambda s: [*_project(s), Click("link", "Merge requests"), Click("link", "All", True),
-                                   Click("link", s["mr"]), Answer(text_matching(r"created by (\S+)$"))],
+    "gitlab.mr_author": lambda s: [
+        *_project(s),
+        Click("link", "Merge requests"),
+        Click("link", "All", True),
+        Click("link", s["mr"]),
+        Answer(text_matching(r"created by (\S+)$")),
+    ],
     "map.drive_time": lambda s: [*_route(s, "Car"), Answer(text_matching(r"Time: (\d+:\d\d)\.$"))],
     "map.walk_time": lambda s: [*_route(s, "Foot"), Answer(text_matching(r"Time: (\d+:\d\d)\.$"))],
     "map.bike_time": lambda s: [*_route(s, "Bicycle"), Answer(text_matching(r"Time: (\d+:\d\d)\.$"))],
     "map.distance": lambda s: [*_route(s, "Car"), Answer(text_matching(r"^Distance: ([\d.]+)km\."))],
-    "map.address": lambda s: [Type("Search", s["place"]), Click("link", s["place"]),
-                              Answer(text_matching(r"^Address: (.+)$"))],
+    "map.address": lambda s: [
+        Type("Search", s["place"]),
+        Click("link", s["place"]),
+        Answer(text_matching(r"^Address: (.+)$")),
+    ],
 }
 
 
@@ -208,7 +284,9 @@ class WebArenaExpert:
     @staticmethod
     def _find(step: Click | Type, elements: list[Element]) -> int | None:
         if isinstance(step, Type):
-            return next((e.id for e in elements if e.role in ("textbox", "searchbox") and e.name == step.name), None)
+            return next(
+                (e.id for e in elements if e.role in ("textbox", "searchbox") and e.name == step.name), None
+            )
         start = 0
         if step.after:
             start = next((i for i, e in enumerate(elements) if e.name == step.after), -1) + 1

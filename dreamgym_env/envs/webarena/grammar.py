@@ -15,16 +15,36 @@ from functools import lru_cache
 from dreamgym_env.envs.domain import ActionError, ParsedAction
 
 MAX_ACTION_CHARS = 2_000
-VERBS = ("click", "type", "hover", "press", "scroll", "new_tab", "tab_focus", "close_tab", "goto", "go_back",
-         "go_forward", "stop")
+VERBS = (
+    "click",
+    "type",
+    "hover",
+    "press",
+    "scroll",
+    "new_tab",
+    "tab_focus",
+    "close_tab",
+    "goto",
+    "go_back",
+    "go_forward",
+    "stop",
+)
 _FENCED = re.compile(r"```(?:[a-z]*\n)?(.*?)```", re.DOTALL)
 _ID = re.compile(r"^\[\s*(\d{1,9})\s*\]$")
-_TYPE = re.compile(r"^\[\s*(\d{1,9})\s*\]\s*\[(.*)\]\s*\[\s*([01])\s*\]$|^\[\s*(\d{1,9})\s*\]\s*\[(.*)\]$", re.DOTALL)
+_TYPE = re.compile(
+    r"^\[\s*(\d{1,9})\s*\]\s*\[(.*)\]\s*\[\s*([01])\s*\]$|^\[\s*(\d{1,9})\s*\]\s*\[(.*)\]$", re.DOTALL
+)
 _BRACKET = re.compile(r"^\[(.*)\]$", re.DOTALL)
 _KEY = re.compile(r"^[A-Za-z0-9]+(?:\+[A-Za-z0-9]+)*$")
 USAGE = {
-    "click": "click [id]", "type": "type [id] [text] [0|1]", "hover": "hover [id]", "press": "press [key_comb]",
-    "scroll": "scroll [up|down]", "tab_focus": "tab_focus [index]", "goto": "goto [url]", "stop": "stop [answer]",
+    "click": "click [id]",
+    "type": "type [id] [text] [0|1]",
+    "hover": "hover [id]",
+    "press": "press [key_comb]",
+    "scroll": "scroll [up|down]",
+    "tab_focus": "tab_focus [index]",
+    "goto": "goto [url]",
+    "stop": "stop [answer]",
 }
 
 
@@ -86,18 +106,28 @@ def parse_command(text: str) -> Command | ActionError:
         if match is None:
             return ActionError(f"expected {USAGE['type']}")
         if match.group(1) is not None:
-            return Command(verb, element=int(match.group(1)), text=match.group(2), enter=match.group(3) == "1")
+            return Command(
+                verb, element=int(match.group(1)), text=match.group(2), enter=match.group(3) == "1"
+            )
         return Command(verb, element=int(match.group(4)), text=match.group(5))
     match = _BRACKET.match(rest)
     argument = match.group(1).strip() if match else None
     if verb == "stop":
-        return Command(verb, text=argument) if argument is not None else ActionError(f"expected {USAGE['stop']}")
+        return (
+            Command(verb, text=argument) if argument is not None else ActionError(f"expected {USAGE['stop']}")
+        )
     if verb == "tab_focus":
         ok = argument is not None and argument.isdigit() and len(argument) < 4
-        return Command(verb, index=int(argument)) if ok and argument else ActionError(f"expected {USAGE[verb]}")
+        return (
+            Command(verb, index=int(argument)) if ok and argument else ActionError(f"expected {USAGE[verb]}")
+        )
     if verb == "scroll":
         ok = argument is not None and argument.lower() in ("up", "down")
-        return Command(verb, text=argument.lower()) if ok and argument else ActionError(f"expected {USAGE[verb]}")
+        return (
+            Command(verb, text=argument.lower())
+            if ok and argument
+            else ActionError(f"expected {USAGE[verb]}")
+        )
     if verb == "press":
         ok = argument is not None and _KEY.match(argument) is not None
         return Command(verb, text=argument) if ok and argument else ActionError(f"expected {USAGE[verb]}")
@@ -112,4 +142,4 @@ def parse_action(text: str) -> ParsedAction | ActionError:
     if isinstance(command, ActionError):
         return command
     canonical = command.canonical
-    return ParsedAction(verb=command.verb, argument=canonical[len(command.verb):].strip(), text=canonical)
+    return ParsedAction(verb=command.verb, argument=canonical[len(command.verb) :].strip(), text=canonical)

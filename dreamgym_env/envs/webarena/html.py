@@ -32,7 +32,7 @@ def _element(element: Element) -> str:
     if role in ("textbox", "searchbox"):
         return f'{badge}<label>{name} <input type="text" placeholder="{name}" value="{value}"></label>'
     if role == "combobox":
-        return f'{badge}<label>{name} <select><option selected>{value}</option></select></label>'
+        return f"{badge}<label>{name} <select><option selected>{value}</option></select></label>"
     if role == "option":
         return f"{badge}<span>&#9702; {name}</span>"
     if role == "heading":
@@ -42,16 +42,22 @@ def _element(element: Element) -> str:
     return f"{badge}<em>{escape(role)}</em> {name}" if name else ""
 
 
-def page_html(url: str, tabs: Sequence[str], active: int, elements: Sequence[Element], message: str = "") -> str:
+def page_html(
+    url: str, tabs: Sequence[str], active: int, elements: Sequence[Element], message: str = ""
+) -> str:
     """A standalone HTML document of the visible elements (the root's name is the title)."""
     title = escape(elements[0].name if elements else "")
-    bar = "".join(f'<span class="tab{" current" if i == active else ""}">{escape(t)}</span>' for i, t in enumerate(tabs))
+    bar = "".join(
+        f'<span class="tab{" current" if i == active else ""}">{escape(t)}</span>' for i, t in enumerate(tabs)
+    )
     rows = []
     for element in elements[1:]:
         content = _element(element)
         if content:
             css = "node alert" if element.role == "alert" else "node"
-            rows.append(f'<div class="{css}" data-id="{element.id}" style="margin-left:{14 * element.depth}px">{content}</div>')
+            rows.append(
+                f'<div class="{css}" data-id="{element.id}" style="margin-left:{14 * element.depth}px">{content}</div>'
+            )
     error = f'<p class="error">{escape(message)}</p>' if message else ""
     return (
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title><style>{STYLE}</style></head>'

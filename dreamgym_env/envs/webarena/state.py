@@ -26,8 +26,20 @@ from pydantic import BaseModel, Field
 ObservationMode = Literal["axtree", "compact"]
 OBSERVATION_MODES: tuple[ObservationMode, ...] = ("axtree", "compact")
 ERROR_PREFIX = "Invalid action: "
-COMPACT_ROLES = frozenset({"link", "button", "textbox", "searchbox", "combobox", "option", "checkbox",
-                           "heading", "StaticText", "alert"})
+COMPACT_ROLES = frozenset(
+    {
+        "link",
+        "button",
+        "textbox",
+        "searchbox",
+        "combobox",
+        "option",
+        "checkbox",
+        "heading",
+        "StaticText",
+        "alert",
+    }
+)
 _TAB = re.compile(r"Tab (\d+)( \(current\))?: (.*?)(?=\tTab \d+|$)")
 _VALUE = r"(?:True|False|'.*?'(?= \w+: |$)|\S+)"
 _AXTREE = re.compile(rf"^(\t*)\[(\d+)\] (\S+) '(.*?)'((?: \w+: {_VALUE})*)$")
@@ -75,16 +87,27 @@ def render_tabs(tabs: Sequence[str], active: int) -> str:
     return "\t".join(f"Tab {i}{' (current)' if i == active else ''}: {title}" for i, title in enumerate(tabs))
 
 
-def render_elements(url: str, tabs: Sequence[str], active: int, elements: Iterable[ElementLike],
-                    mode: ObservationMode = "axtree") -> str:
+def render_elements(
+    url: str,
+    tabs: Sequence[str],
+    active: int,
+    elements: Iterable[ElementLike],
+    mode: ObservationMode = "axtree",
+) -> str:
     """The text of a page in ``mode`` (see the module docstring)."""
     if mode == "compact":
-        lines = [f"URL: {url}", "Tabs: " + " | ".join(f"[{i}] {t}{' (current)' if i == active else ''}"
-                                                    for i, t in enumerate(tabs))]
+        lines = [
+            f"URL: {url}",
+            "Tabs: "
+            + " | ".join(f"[{i}] {t}{' (current)' if i == active else ''}" for i, t in enumerate(tabs)),
+        ]
         for e in elements:
             if e.role in COMPACT_ROLES and (e.name or e.properties):
-                shown = [k if v is True else f"{k}: {_value(v)}" for k, v in e.properties.items()
-                         if v is not False and k != "required"]
+                shown = [
+                    k if v is True else f"{k}: {_value(v)}"
+                    for k, v in e.properties.items()
+                    if v is not False and k != "required"
+                ]
                 suffix = f" ({', '.join(shown)})" if shown else ""
                 lines.append(f"[{e.id}] {e.role}: {e.name}{suffix}")
         return "\n".join(lines)
@@ -128,8 +151,15 @@ def parse_state(text: str) -> WebArenaState:
                 tabs.append(title)
         elif (m := _AXTREE.match(line)) is not None:
             props = {k: _parse_value(v) for k, v in _PROP.findall(m.group(5))}
-            elements.append(Element(id=int(m.group(2)), role=m.group(3), name=m.group(4),
-                                    depth=len(m.group(1)), properties=props))
+            elements.append(
+                Element(
+                    id=int(m.group(2)),
+                    role=m.group(3),
+                    name=m.group(4),
+                    depth=len(m.group(1)),
+                    properties=props,
+                )
+            )
         elif (m := _COMPACT.match(line)) is not None:
             props = {}
             for part in _COMPACT_SPLIT.split(m.group(4) or ""):
@@ -138,4 +168,6 @@ def parse_state(text: str) -> WebArenaState:
                     props[key] = _parse_value(value) if sep else True
             elements.append(Element(id=int(m.group(1)), role=m.group(2), name=m.group(3), properties=props))
     title = next((e.name for e in elements if e.role == "RootWebArea"), tabs[active] if tabs else "")
-    return WebArenaState(url=url, title=title, tabs=tabs, active_tab=active, elements=elements, message=message)
+    return WebArenaState(
+        url=url, title=title, tabs=tabs, active_tab=active, elements=elements, message=message
+    )

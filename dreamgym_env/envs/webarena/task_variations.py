@@ -53,8 +53,10 @@ class WebArenaTaskVariations(TaskVariations):
         if template is None:
             return ""
         siblings = [t.id for t in TEMPLATES if t.site == template.site]
-        return (f"Template {template.id}: {template.intent}\nSlots: {task.metadata.get('slots', {})}\n"
-                f"Other templates of {template.site}: {', '.join(siblings)}")
+        return (
+            f"Template {template.id}: {template.intent}\nSlots: {task.metadata.get('slots', {})}\n"
+            f"Other templates of {template.site}: {', '.join(siblings)}"
+        )
 
     def candidate_schema(self) -> dict[str, Any]:
         return {
@@ -62,7 +64,10 @@ class WebArenaTaskVariations(TaskVariations):
             "properties": {
                 "parent_id": {"type": "string"},
                 "template": {"type": "string", "enum": sorted(TEMPLATES_BY_ID)},
-                "slots": {"type": "object", "additionalProperties": {"type": "string", "maxLength": MAX_SLOT_CHARS}},
+                "slots": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string", "maxLength": MAX_SLOT_CHARS},
+                },
                 "instruction": {"type": "string"},
             },
             "required": ["parent_id", "template", "slots"],

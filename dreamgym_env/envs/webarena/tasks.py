@@ -85,7 +85,9 @@ def generate_tasks(seed: int = DEFAULT_DATA_SEED) -> SeededTaskSet:
     splits: dict[str, list[Task]] = {"train": [], "test": []}
     for i, (template, slots, spec) in enumerate(made):
         split = "test" if i in test_positions else "train"
-        splits[split].append(make_task(template, slots, spec, f"{prefix}-{split}-{len(splits[split]):04d}", seed))
+        splits[split].append(
+            make_task(template, slots, spec, f"{prefix}-{split}-{len(splits[split]):04d}", seed)
+        )
     return SeededTaskSet(tuple(splits["train"]), tuple(splits["test"]), seed=seed)
 
 

@@ -29,14 +29,34 @@ from dreamgym_env.envs.webarena.world import SiteData
 Kind = Literal["info", "state", "navigation"]
 Slots = dict[str, str]
 Resolved = tuple[Slots, dict[str, Any]]
-COMMENTS = ("Thanks for sharing!", "Great post, I learned a lot.", "I disagree with this.", "Can you add a source?",
-            "This is exactly what I needed.", "Interesting point of view.", "Following this thread.",
-            "Welcome to the forum!")
-NEW_TITLES = ("Weekly discussion thread", "What are you working on?", "Recommendations wanted", "Ask me anything",
-              "My favourite finds this month", "A question for the experts")
-ISSUE_TITLES = ("Broken link in the footer", "Add a dark theme", "Typo in the installation guide",
-                "Support Python 3.12", "Flaky test on CI", "Improve startup time", "Crash when the config is empty",
-                "Update the license year")
+COMMENTS = (
+    "Thanks for sharing!",
+    "Great post, I learned a lot.",
+    "I disagree with this.",
+    "Can you add a source?",
+    "This is exactly what I needed.",
+    "Interesting point of view.",
+    "Following this thread.",
+    "Welcome to the forum!",
+)
+NEW_TITLES = (
+    "Weekly discussion thread",
+    "What are you working on?",
+    "Recommendations wanted",
+    "Ask me anything",
+    "My favourite finds this month",
+    "A question for the experts",
+)
+ISSUE_TITLES = (
+    "Broken link in the footer",
+    "Add a dark theme",
+    "Typo in the installation guide",
+    "Support Python 3.12",
+    "Flaky test on CI",
+    "Improve startup time",
+    "Crash when the config is empty",
+    "Update the license year",
+)
 
 
 @dataclass(frozen=True)
@@ -120,6 +140,7 @@ def _r_product_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
         if not p.reviews:
             return f"{p.name} has no reviews"
         return {"product": p.name}, must_include(f"{p.rating_percent}")
+
     return resolve
 
 
@@ -145,15 +166,20 @@ def _r_my_order(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
             return f"the signed-in customer has no order #{slots.get('order')}"
         answer = f"{order.total:.2f}" if fact == "total" else order.status
         return {"order": str(order.number)}, must_include(answer)
+
     return resolve
 
 
 def _r_category(data: SiteData, slots: Slots) -> Resolved | str:
-    category = next((c for c in data.store.categories if c.lower() == slots.get("category", "").strip().lower()), None)
+    category = next(
+        (c for c in data.store.categories if c.lower() == slots.get("category", "").strip().lower()), None
+    )
     if category is None:
         return f"the shop has no category {slots.get('category')!r}"
-    return {"category": category}, {"eval_types": ["url_match"],
-                                    "reference_url": make_url("shopping.local", f"/category/{slug(category)}")}
+    return {"category": category}, {
+        "eval_types": ["url_match"],
+        "reference_url": make_url("shopping.local", f"/category/{slug(category)}"),
+    }
 
 
 def _r_set_status(data: SiteData, slots: Slots) -> Resolved | str:
@@ -161,10 +187,14 @@ def _r_set_status(data: SiteData, slots: Slots) -> Resolved | str:
     order = next((o for o in data.store.orders if o.number == number), None)
     status = next((s for s in STATUSES if s.lower() == slots.get("status", "").strip().lower()), None)
     if order is None or status is None:
-        return f"no order #{slots.get('order')}" if order is None else f"no order status {slots.get('status')!r}"
+        return (
+            f"no order #{slots.get('order')}" if order is None else f"no order status {slots.get('status')!r}"
+        )
     if order.status == status:
         return f"order #{number} is already {status}"
-    return {"order": str(number), "status": status}, program("order_status", number=order.number, status=status)
+    return {"order": str(number), "status": status}, program(
+        "order_status", number=order.number, status=status
+    )
 
 
 def _r_customer(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
@@ -173,21 +203,30 @@ def _r_customer(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
         if customer is None:
             return f"there is no customer {slots.get('customer')!r}"
         if fact == "email":
-            return {"customer": customer.name}, {"eval_types": ["string_match"],
-                                                 "reference_answers": {"exact_match": customer.email}}
+            return {"customer": customer.name}, {
+                "eval_types": ["string_match"],
+                "reference_answers": {"exact_match": customer.email},
+            }
         count = sum(o.customer_id == customer.id for o in data.store.orders)
         return {"customer": customer.name}, must_include(str(count))
+
     return resolve
 
 
 def _r_order_total(data: SiteData, slots: Slots) -> Resolved | str:
     number = _number(slots.get("order", ""))
     order = next((o for o in data.store.orders if o.number == number), None)
-    return f"no order #{slots.get('order')}" if order is None else ({"order": str(number)}, must_include(f"{order.total:.2f}"))
+    return (
+        f"no order #{slots.get('order')}"
+        if order is None
+        else ({"order": str(number)}, must_include(f"{order.total:.2f}"))
+    )
 
 
 def _r_best_month(data: SiteData, slots: Slots) -> Resolved | str:
-    month = next((i for i, m in enumerate(MONTHS, 1) if m.lower() == slots.get("month", "").strip().lower()), None)
+    month = next(
+        (i for i, m in enumerate(MONTHS, 1) if m.lower() == slots.get("month", "").strip().lower()), None
+    )
     year = _number(slots.get("year", ""))
     if month is None or year not in YEARS:
         return f"the report covers the months of {YEARS[0]} to {YEARS[-1]}"
@@ -215,7 +254,9 @@ def _r_set_price(data: SiteData, slots: Slots) -> Resolved | str:
         return f"not a price: {slots.get('price')!r}"
     if isinstance(p, str) or not 0 < price < 100_000 or abs(price - p.price) < 0.005:
         return p if isinstance(p, str) else "the new price must differ from the current one and be positive"
-    return {"product": p.name, "price": f"{price:.2f}"}, program("product_price", product_id=p.id, price=price)
+    return {"product": p.name, "price": f"{price:.2f}"}, program(
+        "product_price", product_id=p.id, price=price
+    )
 
 
 def _r_subscribe(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
@@ -226,6 +267,7 @@ def _r_subscribe(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
         if (forum.name in data.reddit.subscribed) == value:
             return f"already {'' if value else 'not '}subscribed to /f/{forum.name}"
         return {"forum": forum.name}, program("subscribed", forum=forum.name, value=value)
+
     return resolve
 
 
@@ -234,7 +276,10 @@ def _r_vote(direction: int) -> Callable[[SiteData, Slots], Resolved | str]:
         post = _post(data, slots)
         if isinstance(post, str):
             return post
-        return {"post": post.title, "forum": post.forum}, program("voted", post_id=post.id, direction=direction)
+        return {"post": post.title, "forum": post.forum}, program(
+            "voted", post_id=post.id, direction=direction
+        )
+
     return resolve
 
 
@@ -242,13 +287,19 @@ def _r_comment(data: SiteData, slots: Slots) -> Resolved | str:
     post, text = _post(data, slots), " ".join(slots.get("comment", "").split())
     if isinstance(post, str) or not text or "'" in text:
         return post if isinstance(post, str) else "the comment must be non-empty, without single quotes"
-    return {"comment": text, "post": post.title, "forum": post.forum}, program("commented", post_id=post.id, text=text)
+    return {"comment": text, "post": post.title, "forum": post.forum}, program(
+        "commented", post_id=post.id, text=text
+    )
 
 
 def _r_new_post(data: SiteData, slots: Slots) -> Resolved | str:
     forum, title = data.reddit.forum(slots.get("forum", "")), " ".join(slots.get("title", "").split())
     if forum is None or not title or "'" in title:
-        return f"there is no forum {slots.get('forum')!r}" if forum is None else "the title must be non-empty, without single quotes"
+        return (
+            f"there is no forum {slots.get('forum')!r}"
+            if forum is None
+            else "the title must be non-empty, without single quotes"
+        )
     return {"title": title, "forum": forum.name}, program("posted", forum=forum.name, title=title)
 
 
@@ -259,6 +310,7 @@ def _r_post_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
             return post
         answer = str(len(post.comments)) if fact == "comments" else post.author
         return {"post": post.title, "forum": post.forum}, must_include(answer)
+
     return resolve
 
 
@@ -270,6 +322,7 @@ def _r_star(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
         if (project.path in data.gitlab.starred) == value:
             return f"{project.path} is already {'' if value else 'not '}starred"
         return {"project": project.path}, program("starred", project=project.path, value=value)
+
     return resolve
 
 
@@ -277,30 +330,41 @@ def _r_new_issue(data: SiteData, slots: Slots) -> Resolved | str:
     project, title = _project(data, slots), " ".join(slots.get("title", "").split())
     if isinstance(project, str) or not title or "'" in title:
         return project if isinstance(project, str) else "the title must be non-empty, without single quotes"
-    return {"title": title, "project": project.path}, program("issue_created", project=project.path, title=title)
+    return {"title": title, "project": project.path}, program(
+        "issue_created", project=project.path, title=title
+    )
 
 
 def _r_member(data: SiteData, slots: Slots) -> Resolved | str:
     project, user = _project(data, slots), data.gitlab.user(slots.get("user", ""))
     role = next((r for r in ROLES if r.lower() == slots.get("role", "").strip().lower()), None)
     if isinstance(project, str) or user is None or role is None:
-        return project if isinstance(project, str) else (
-            f"there is no user {slots.get('user')!r}" if user is None else f"roles are {', '.join(ROLES)}")
+        return (
+            project
+            if isinstance(project, str)
+            else (
+                f"there is no user {slots.get('user')!r}" if user is None else f"roles are {', '.join(ROLES)}"
+            )
+        )
     if dict(project.members).get(user) in ("Owner", role):
         return f"{user} is already {dict(project.members)[user]} of {project.path}"
     return {"user": user, "role": role, "project": project.path}, program(
-        "member", project=project.path, user=user, role=role)
+        "member", project=project.path, user=user, role=role
+    )
 
 
 def _r_close_issue(data: SiteData, slots: Slots) -> Resolved | str:
     project = _project(data, slots)
     if isinstance(project, str):
         return project
-    issue = next((i for i in project.issues if i.title.lower() == slots.get("issue", "").strip().lower()), None)
+    issue = next(
+        (i for i in project.issues if i.title.lower() == slots.get("issue", "").strip().lower()), None
+    )
     if issue is None or issue.state != "opened":
         return f"{project.path} has no open issue titled {slots.get('issue')!r}"
     return {"issue": issue.title, "project": project.path}, program(
-        "issue_state", project=project.path, iid=issue.iid, state="closed")
+        "issue_state", project=project.path, iid=issue.iid, state="closed"
+    )
 
 
 def _r_project_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
@@ -310,6 +374,7 @@ def _r_project_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
             return project
         count = sum(i.state == "opened" for i in project.issues) if fact == "open" else project.stars
         return {"project": project.path}, must_include(str(count))
+
     return resolve
 
 
@@ -317,7 +382,9 @@ def _r_mr_author(data: SiteData, slots: Slots) -> Resolved | str:
     project = _project(data, slots)
     if isinstance(project, str):
         return project
-    mr = next((m for m in project.merge_requests if m.title.lower() == slots.get("mr", "").strip().lower()), None)
+    mr = next(
+        (m for m in project.merge_requests if m.title.lower() == slots.get("mr", "").strip().lower()), None
+    )
     if mr is None:
         return f"{project.path} has no merge request titled {slots.get('mr')!r}"
     return {"mr": mr.title, "project": project.path}, must_include(mr.author)
@@ -331,14 +398,20 @@ def _r_route(mode: str, fact: str) -> Callable[[SiteData, Slots], Resolved | str
         route = Route(places[0], places[1], mode)
         answer = f"{route.km}" if fact == "distance" else f"{route.time}{OR}{route.minutes} min"
         return {"start": places[0].name, "end": places[1].name}, must_include(answer)
+
     return resolve
 
 
 def _r_address(data: SiteData, slots: Slots) -> Resolved | str:
-    place = next((p for p in data.map.places if p.name.lower() == slots.get("place", "").strip().lower()), None)
+    place = next(
+        (p for p in data.map.places if p.name.lower() == slots.get("place", "").strip().lower()), None
+    )
     if place is None:
         return f"the map has no place {slots.get('place')!r}"
-    return {"place": place.name}, {"eval_types": ["string_match"], "reference_answers": {"fuzzy_match": [place.address]}}
+    return {"place": place.name}, {
+        "eval_types": ["string_match"],
+        "reference_answers": {"fuzzy_match": [place.address]},
+    }
 
 
 # -- candidates ---------------------------------------------------------------------------------------
@@ -364,80 +437,320 @@ def _mine(data: SiteData, rng: random.Random) -> list[Slots]:
 
 
 TEMPLATES: tuple[Template, ...] = (
-    Template("shopping.price", "shopping", "info", "What is the price of {product}?", 70, _products,
-             _r_product_fact("price")),
-    Template("shopping.review_count", "shopping", "info", "How many reviews does {product} have?", 50, _products,
-             _r_product_fact("reviews")),
-    Template("shopping.rating", "shopping", "info", "What is the rating of {product}, in percent?", 40, _products,
-             _r_product_fact("rating")),
-    Template("shopping.add_to_cart", "shopping", "state", "Add {product} to my cart.", 50, _products, _r_cart),
-    Template("shopping.add_qty", "shopping", "state", "Add {qty} units of {product} to my cart.", 30,
-             lambda d, r: [{**s, "qty": str(r.randint(2, 5))} for s in _products(d, r)], _r_cart),
+    Template(
+        "shopping.price",
+        "shopping",
+        "info",
+        "What is the price of {product}?",
+        70,
+        _products,
+        _r_product_fact("price"),
+    ),
+    Template(
+        "shopping.review_count",
+        "shopping",
+        "info",
+        "How many reviews does {product} have?",
+        50,
+        _products,
+        _r_product_fact("reviews"),
+    ),
+    Template(
+        "shopping.rating",
+        "shopping",
+        "info",
+        "What is the rating of {product}, in percent?",
+        40,
+        _products,
+        _r_product_fact("rating"),
+    ),
+    Template(
+        "shopping.add_to_cart", "shopping", "state", "Add {product} to my cart.", 50, _products, _r_cart
+    ),
+    Template(
+        "shopping.add_qty",
+        "shopping",
+        "state",
+        "Add {qty} units of {product} to my cart.",
+        30,
+        lambda d, r: [{**s, "qty": str(r.randint(2, 5))} for s in _products(d, r)],
+        _r_cart,
+    ),
     Template("shopping.buy", "shopping", "state", "Buy {product}.", 40, _products, _r_buy),
-    Template("shopping.order_total", "shopping", "info", "What was the order total of my order #{order}?", 30, _mine,
-             _r_my_order("total")),
-    Template("shopping.order_status", "shopping", "info", "What is the status of my order #{order}?", 30, _mine,
-             _r_my_order("status")),
-    Template("shopping.category", "shopping", "navigation", "Show me the products of the {category} category.", 10,
-             lambda d, r: [{"category": c} for c in d.store.categories], _r_category),
-    Template("shopping_admin.set_status", "shopping_admin", "state", "Change the status of order #{order} to {status}.",
-             80, lambda d, r: [{"order": str(o.number), "status": r.choice(STATUSES)} for o in _shuffled(r, d.store.orders)],
-             _r_set_status),
-    Template("shopping_admin.customer_orders", "shopping_admin", "info", "How many orders did customer {customer} place?",
-             50, lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)], _r_customer("orders")),
-    Template("shopping_admin.customer_email", "shopping_admin", "info", "What is the email address of customer {customer}?",
-             40, lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)], _r_customer("email")),
-    Template("shopping_admin.order_total", "shopping_admin", "info", "What is the grand total of order #{order}?", 50,
-             lambda d, r: [{"order": str(o.number)} for o in _shuffled(r, d.store.orders)], _r_order_total),
-    Template("shopping_admin.bestseller_month", "shopping_admin", "info",
-             "What is the top-1 best selling product in {month} {year}?", 36,
-             lambda d, r: [{"month": m, "year": str(y)} for y in YEARS for m in MONTHS], _r_best_month),
-    Template("shopping_admin.bestsellers_year", "shopping_admin", "info",
-             "What are the top-{n} best selling products in {year}?", 15,
-             lambda d, r: [{"n": str(n), "year": str(y)} for y in YEARS for n in range(1, 6)], _r_best_year),
-    Template("shopping_admin.set_price", "shopping_admin", "state", "Update the price of {product} to ${price}.", 40,
-             lambda d, r: [{**s, "price": f"{r.randint(5, 150)}.{r.choice(('00', '49', '99'))}"} for s in _products(d, r)],
-             _r_set_price),
-    Template("reddit.subscribe", "reddit", "state", "Subscribe to the forum /f/{forum}.", 12,
-             lambda d, r: [{"forum": f.name} for f in d.reddit.forums], _r_subscribe(True)),
-    Template("reddit.unsubscribe", "reddit", "state", "Unsubscribe from the forum /f/{forum}.", 12,
-             lambda d, r: [{"forum": f.name} for f in d.reddit.forums], _r_subscribe(False)),
-    Template("reddit.upvote", "reddit", "state", "Upvote the post '{post}' in /f/{forum}.", 40, _posts, _r_vote(1)),
-    Template("reddit.downvote", "reddit", "state", "Downvote the post '{post}' in /f/{forum}.", 20, _posts, _r_vote(-1)),
-    Template("reddit.comment", "reddit", "state", "Post a comment '{comment}' on the post '{post}' in /f/{forum}.", 50,
-             lambda d, r: [{**s, "comment": r.choice(COMMENTS)} for s in _posts(d, r)], _r_comment),
-    Template("reddit.new_post", "reddit", "state", "Create a post titled '{title}' in /f/{forum}.", 30,
-             lambda d, r: [{"title": t, "forum": f.name} for f in _shuffled(r, d.reddit.forums) for t in _shuffled(r, NEW_TITLES)],
-             _r_new_post),
-    Template("reddit.comment_count", "reddit", "info", "How many comments does the post '{post}' in /f/{forum} have?",
-             50, _posts, _r_post_fact("comments")),
-    Template("reddit.author", "reddit", "info", "Who posted '{post}' in /f/{forum}?", 50, _posts, _r_post_fact("author")),
+    Template(
+        "shopping.order_total",
+        "shopping",
+        "info",
+        "What was the order total of my order #{order}?",
+        30,
+        _mine,
+        _r_my_order("total"),
+    ),
+    Template(
+        "shopping.order_status",
+        "shopping",
+        "info",
+        "What is the status of my order #{order}?",
+        30,
+        _mine,
+        _r_my_order("status"),
+    ),
+    Template(
+        "shopping.category",
+        "shopping",
+        "navigation",
+        "Show me the products of the {category} category.",
+        10,
+        lambda d, r: [{"category": c} for c in d.store.categories],
+        _r_category,
+    ),
+    Template(
+        "shopping_admin.set_status",
+        "shopping_admin",
+        "state",
+        "Change the status of order #{order} to {status}.",
+        80,
+        lambda d, r: [
+            {"order": str(o.number), "status": r.choice(STATUSES)} for o in _shuffled(r, d.store.orders)
+        ],
+        _r_set_status,
+    ),
+    Template(
+        "shopping_admin.customer_orders",
+        "shopping_admin",
+        "info",
+        "How many orders did customer {customer} place?",
+        50,
+        lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)],
+        _r_customer("orders"),
+    ),
+    Template(
+        "shopping_admin.customer_email",
+        "shopping_admin",
+        "info",
+        "What is the email address of customer {customer}?",
+        40,
+        lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)],
+        _r_customer("email"),
+    ),
+    Template(
+        "shopping_admin.order_total",
+        "shopping_admin",
+        "info",
+        "What is the grand total of order #{order}?",
+        50,
+        lambda d, r: [{"order": str(o.number)} for o in _shuffled(r, d.store.orders)],
+        _r_order_total,
+    ),
+    Template(
+        "shopping_admin.bestseller_month",
+        "shopping_admin",
+        "info",
+        "What is the top-1 best selling product in {month} {year}?",
+        36,
+        lambda d, r: [{"month": m, "year": str(y)} for y in YEARS for m in MONTHS],
+        _r_best_month,
+    ),
+    Template(
+        "shopping_admin.bestsellers_year",
+        "shopping_admin",
+        "info",
+        "What are the top-{n} best selling products in {year}?",
+        15,
+        lambda d, r: [{"n": str(n), "year": str(y)} for y in YEARS for n in range(1, 6)],
+        _r_best_year,
+    ),
+    Template(
+        "shopping_admin.set_price",
+        "shopping_admin",
+        "state",
+        "Update the price of {product} to ${price}.",
+        40,
+        lambda d, r: [
+            {**s, "price": f"{r.randint(5, 150)}.{r.choice(('00', '49', '99'))}"} for s in _products(d, r)
+        ],
+        _r_set_price,
+    ),
+    Template(
+        "reddit.subscribe",
+        "reddit",
+        "state",
+        "Subscribe to the forum /f/{forum}.",
+        12,
+        lambda d, r: [{"forum": f.name} for f in d.reddit.forums],
+        _r_subscribe(True),
+    ),
+    Template(
+        "reddit.unsubscribe",
+        "reddit",
+        "state",
+        "Unsubscribe from the forum /f/{forum}.",
+        12,
+        lambda d, r: [{"forum": f.name} for f in d.reddit.forums],
+        _r_subscribe(False),
+    ),
+    Template(
+        "reddit.upvote", "reddit", "state", "Upvote the post '{post}' in /f/{forum}.", 40, _posts, _r_vote(1)
+    ),
+    Template(
+        "reddit.downvote",
+        "reddit",
+        "state",
+        "Downvote the post '{post}' in /f/{forum}.",
+        20,
+        _posts,
+        _r_vote(-1),
+    ),
+    Template(
+        "reddit.comment",
+        "reddit",
+        "state",
+        "Post a comment '{comment}' on the post '{post}' in /f/{forum}.",
+        50,
+        lambda d, r: [{**s, "comment": r.choice(COMMENTS)} for s in _posts(d, r)],
+        _r_comment,
+    ),
+    Template(
+        "reddit.new_post",
+        "reddit",
+        "state",
+        "Create a post titled '{title}' in /f/{forum}.",
+        30,
+        lambda d, r: [
+            {"title": t, "forum": f.name}
+            for f in _shuffled(r, d.reddit.forums)
+            for t in _shuffled(r, NEW_TITLES)
+        ],
+        _r_new_post,
+    ),
+    Template(
+        "reddit.comment_count",
+        "reddit",
+        "info",
+        "How many comments does the post '{post}' in /f/{forum} have?",
+        50,
+        _posts,
+        _r_post_fact("comments"),
+    ),
+    Template(
+        "reddit.author",
+        "reddit",
+        "info",
+        "Who posted '{post}' in /f/{forum}?",
+        50,
+        _posts,
+        _r_post_fact("author"),
+    ),
     Template("gitlab.star", "gitlab", "state", "Star the project {project}.", 24, _projects, _r_star(True)),
-    Template("gitlab.unstar", "gitlab", "state", "Unstar the project {project}.", 24, _projects, _r_star(False)),
-    Template("gitlab.new_issue", "gitlab", "state", "Create an issue titled '{title}' in the project {project}.", 40,
-             lambda d, r: [{**s, "title": r.choice(ISSUE_TITLES)} for s in _projects(d, r) * 2], _r_new_issue),
-    Template("gitlab.add_member", "gitlab", "state", "Add {user} as a {role} of the project {project}.", 50,
-             lambda d, r: [{**s, "user": u, "role": r.choice(ROLES)} for s in _projects(d, r)
-                           for u in r.sample([u for u, _ in d.gitlab.users if u != GITLAB_ME], 3)], _r_member),
-    Template("gitlab.close_issue", "gitlab", "state", "Close the issue '{issue}' in the project {project}.", 40,
-             lambda d, r: _shuffled(r, [{"issue": i.title, "project": p.path} for p in d.gitlab.projects for i in p.issues]),
-             _r_close_issue),
-    Template("gitlab.open_issues", "gitlab", "info", "How many open issues does the project {project} have?", 24,
-             _projects, _r_project_fact("open")),
-    Template("gitlab.stars", "gitlab", "info", "How many stars does the project {project} have?", 24, _projects,
-             _r_project_fact("stars")),
-    Template("gitlab.mr_author", "gitlab", "info", "Who created the merge request '{mr}' in the project {project}?", 40,
-             lambda d, r: _shuffled(r, [{"mr": m.title, "project": p.path} for p in d.gitlab.projects for m in p.merge_requests]),
-             _r_mr_author),
-    Template("map.drive_time", "map", "info", "How long does it take to drive from {start} to {end}?", 50, _routes,
-             _r_route("car", "time")),
-    Template("map.walk_time", "map", "info", "How long does it take to walk from {start} to {end}?", 30, _routes,
-             _r_route("foot", "time")),
-    Template("map.bike_time", "map", "info", "How long does it take to bike from {start} to {end}?", 20, _routes,
-             _r_route("bicycle", "time")),
-    Template("map.distance", "map", "info", "What is the driving distance in km from {start} to {end}?", 40, _routes,
-             _r_route("car", "distance")),
-    Template("map.address", "map", "info", "What is the address of {place}?", 30,
-             lambda d, r: [{"place": p.name} for p in _shuffled(r, d.map.places)], _r_address),
+    Template(
+        "gitlab.unstar", "gitlab", "state", "Unstar the project {project}.", 24, _projects, _r_star(False)
+    ),
+    Template(
+        "gitlab.new_issue",
+        "gitlab",
+        "state",
+        "Create an issue titled '{title}' in the project {project}.",
+        40,
+        lambda d, r: [{**s, "title": r.choice(ISSUE_TITLES)} for s in _projects(d, r) * 2],
+        _r_new_issue,
+    ),
+    Template(
+        "gitlab.add_member",
+        "gitlab",
+        "state",
+        "Add {user} as a {role} of the project {project}.",
+        50,
+        lambda d, r: [
+            {**s, "user": u, "role": r.choice(ROLES)}
+            for s in _projects(d, r)
+            for u in r.sample([u for u, _ in d.gitlab.users if u != GITLAB_ME], 3)
+        ],
+        _r_member,
+    ),
+    Template(
+        "gitlab.close_issue",
+        "gitlab",
+        "state",
+        "Close the issue '{issue}' in the project {project}.",
+        40,
+        lambda d, r: _shuffled(
+            r, [{"issue": i.title, "project": p.path} for p in d.gitlab.projects for i in p.issues]
+        ),
+        _r_close_issue,
+    ),
+    Template(
+        "gitlab.open_issues",
+        "gitlab",
+        "info",
+        "How many open issues does the project {project} have?",
+        24,
+        _projects,
+        _r_project_fact("open"),
+    ),
+    Template(
+        "gitlab.stars",
+        "gitlab",
+        "info",
+        "How many stars does the project {project} have?",
+        24,
+        _projects,
+        _r_project_fact("stars"),
+    ),
+    Template(
+        "gitlab.mr_author",
+        "gitlab",
+        "info",
+        "Who created the merge request '{mr}' in the project {project}?",
+        40,
+        lambda d, r: _shuffled(
+            r, [{"mr": m.title, "project": p.path} for p in d.gitlab.projects for m in p.merge_requests]
+        ),
+        _r_mr_author,
+    ),
+    Template(
+        "map.drive_time",
+        "map",
+        "info",
+        "How long does it take to drive from {start} to {end}?",
+        50,
+        _routes,
+        _r_route("car", "time"),
+    ),
+    Template(
+        "map.walk_time",
+        "map",
+        "info",
+        "How long does it take to walk from {start} to {end}?",
+        30,
+        _routes,
+        _r_route("foot", "time"),
+    ),
+    Template(
+        "map.bike_time",
+        "map",
+        "info",
+        "How long does it take to bike from {start} to {end}?",
+        20,
+        _routes,
+        _r_route("bicycle", "time"),
+    ),
+    Template(
+        "map.distance",
+        "map",
+        "info",
+        "What is the driving distance in km from {start} to {end}?",
+        40,
+        _routes,
+        _r_route("car", "distance"),
+    ),
+    Template(
+        "map.address",
+        "map",
+        "info",
+        "What is the address of {place}?",
+        30,
+        lambda d, r: [{"place": p.name} for p in _shuffled(r, d.map.places)],
+        _r_address,
+    ),
 )
 TEMPLATES_BY_ID = {t.id: t for t in TEMPLATES}

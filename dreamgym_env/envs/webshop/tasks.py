@@ -74,8 +74,6 @@ def instruction_text(product: Product, goal: Goal, rng: random.Random) -> str:
     return ", ".join(parts)
 
 
-
-
 def generate_tasks(catalog: Catalog, num_tasks: int | None = None) -> TaskSet:
     """``num_tasks`` distinct tasks of ``catalog`` (default :data:`TASKS_PER_PRODUCT` per product).
 

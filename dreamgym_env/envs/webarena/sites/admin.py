@@ -32,8 +32,20 @@ from dreamgym_env.envs.webarena.sites.shopping import money, search_products
 from dreamgym_env.envs.webarena.sites.store import STATUSES, YEARS, Order, StoreState, bestsellers
 
 PAGE_SIZE = 20
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 
 
 class AdminSite(Site):
@@ -61,8 +73,12 @@ class AdminSite(Site):
         path = request.path
         if path == "/":
             orders = self.state.orders()
-            return self._frame("Dashboard", text(f"Lifetime Sales: {money(sum(o.total for o in orders))}"),
-                               text(f"Orders: {len(orders)}"), text(f"Customers: {len(self.store.customers)}"))
+            return self._frame(
+                "Dashboard",
+                text(f"Lifetime Sales: {money(sum(o.total for o in orders))}"),
+                text(f"Orders: {len(orders)}"),
+                text(f"Customers: {len(self.store.customers)}"),
+            )
         if path == "/sales/order":
             return self._orders(request)
         if path.startswith("/sales/order/") and path[13:].isdigit():
@@ -73,26 +89,62 @@ class AdminSite(Site):
             query = request.get("q").lower()
             found = [c for c in self.store.customers if query in f"{c.name} {c.email}".lower()]
             rows = [[link(c.name, self.url(f"/customer/{c.id}")), text(c.email)] for c in found]
-            return self._frame("Customers", textbox("Search by keyword", "q", submit="find_customers",
-                                                     value=request.get("q")),
-                               text(f"{len(found)} records found"), listing(rows[:PAGE_SIZE]))
-        if path.startswith("/customer/") and path[10:].isdigit() and int(path[10:]) < len(self.store.customers):
+            return self._frame(
+                "Customers",
+                textbox("Search by keyword", "q", submit="find_customers", value=request.get("q")),
+                text(f"{len(found)} records found"),
+                listing(rows[:PAGE_SIZE]),
+            )
+        if (
+            path.startswith("/customer/")
+            and path[10:].isdigit()
+            and int(path[10:]) < len(self.store.customers)
+        ):
             c = self.store.customers[int(path[10:])]
-            return self._frame(c.name, text(f"Email: {c.email}"), text(f"Phone: {c.phone}"), text(f"City: {c.city}"),
-                               text(f"Customer Since: {c.since}"), link("Orders", self.url("/sales/order", q=c.name)))
+            return self._frame(
+                c.name,
+                text(f"Email: {c.email}"),
+                text(f"Phone: {c.phone}"),
+                text(f"City: {c.city}"),
+                text(f"Customer Since: {c.since}"),
+                link("Orders", self.url("/sales/order", q=c.name)),
+            )
         if path == "/catalog/product":
-            products = search_products(self.store.products, request.get("q")) if request.get("q") else list(self.store.products)
+            products = (
+                search_products(self.store.products, request.get("q"))
+                if request.get("q")
+                else list(self.store.products)
+            )
             shown, pages = paginate(products, request.int("p"), PAGE_SIZE)
-            rows = [[link(p.name, self.url(f"/catalog/product/{p.id}")), text(p.sku),
-                     text(f"Price: {money(self.state.price(p))}"), text(f"Quantity: {p.stock}")] for p in shown]
-            return self._frame("Products", textbox("Search by keyword", "q", submit="find_products", value=request.get("q")),
-                               text(f"{len(products)} records found"), listing(rows),
-                               *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, q=request.get("q")))
-        if path.startswith("/catalog/product/") and path[17:].isdigit() and int(path[17:]) < len(self.store.products):
+            rows = [
+                [
+                    link(p.name, self.url(f"/catalog/product/{p.id}")),
+                    text(p.sku),
+                    text(f"Price: {money(self.state.price(p))}"),
+                    text(f"Quantity: {p.stock}"),
+                ]
+                for p in shown
+            ]
+            return self._frame(
+                "Products",
+                textbox("Search by keyword", "q", submit="find_products", value=request.get("q")),
+                text(f"{len(products)} records found"),
+                listing(rows),
+                *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, q=request.get("q")),
+            )
+        if (
+            path.startswith("/catalog/product/")
+            and path[17:].isdigit()
+            and int(path[17:]) < len(self.store.products)
+        ):
             p = self.store.products[int(path[17:])]
-            return self._frame(p.name, text(f"SKU: {p.sku}"), text(f"Category: {p.category}"),
-                               textbox("Price", "price", value=f"{self.state.price(p):.2f}", required=True),
-                               button("Save", "save_product", str(p.id)))
+            return self._frame(
+                p.name,
+                text(f"SKU: {p.sku}"),
+                text(f"Category: {p.category}"),
+                textbox("Price", "price", value=f"{self.state.price(p):.2f}", required=True),
+                button("Save", "save_product", str(p.id)),
+            )
         if path == "/reports/bestsellers":
             return self._bestsellers(request)
         raise NotFound(path)
@@ -101,31 +153,51 @@ class AdminSite(Site):
         query = " ".join(request.get("q").lower().split())
         orders = self.state.orders()
         if query:
-            orders = [o for o in orders if query in (str(o.number), self.store.customers[o.customer_id].name.lower())]
+            orders = [
+                o
+                for o in orders
+                if query in (str(o.number), self.store.customers[o.customer_id].name.lower())
+            ]
         orders.sort(key=lambda o: -o.number)
         page = request.int("p")
         shown, pages = paginate(orders, page, PAGE_SIZE)
         rows = [
-            [link(f"Order #{o.number}", self.url(f"/sales/order/{o.number}")), text(f"Purchase Date: {o.date}"),
-             text(f"Bill-to Name: {self.store.customers[o.customer_id].name}"),
-             text(f"Grand Total: {money(o.total)}"), text(f"Status: {o.status}")]
+            [
+                link(f"Order #{o.number}", self.url(f"/sales/order/{o.number}")),
+                text(f"Purchase Date: {o.date}"),
+                text(f"Bill-to Name: {self.store.customers[o.customer_id].name}"),
+                text(f"Grand Total: {money(o.total)}"),
+                text(f"Status: {o.status}"),
+            ]
             for o in shown
         ]
         return self._frame(
-            "Orders", textbox("Search by keyword", "q", submit="find_orders", value=request.get("q")),
-            text(f"{len(orders)} records found"), listing(rows),
+            "Orders",
+            textbox("Search by keyword", "q", submit="find_orders", value=request.get("q")),
+            text(f"{len(orders)} records found"),
+            listing(rows),
             *pager(self.host, "/sales/order", min(max(page, 1), pages), pages, q=request.get("q")),
         )
 
     def _order(self, order: Order) -> Page:
         customer = self.store.customers[order.customer_id]
-        items = [[text(self.store.products[line.product_id].name), text(f"Qty: {line.qty}"),
-                  text(f"Price: {money(line.price)}")] for line in order.lines]
+        items = [
+            [
+                text(self.store.products[line.product_id].name),
+                text(f"Qty: {line.qty}"),
+                text(f"Price: {money(line.price)}"),
+            ]
+            for line in order.lines
+        ]
         return self._frame(
-            f"Order #{order.number}", text(f"Order Date: {order.date}"), text(f"Order Status: {order.status}"),
-            link(customer.name, self.url(f"/customer/{customer.id}")), listing(items),
+            f"Order #{order.number}",
+            text(f"Order Date: {order.date}"),
+            text(f"Order Status: {order.status}"),
+            link(customer.name, self.url(f"/customer/{customer.id}")),
+            listing(items),
             text(f"Grand Total: {money(order.total)}"),
-            combobox("Status", "status", STATUSES, order.status), button("Update Status", "set_status", str(order.number)),
+            combobox("Status", "status", STATUSES, order.status),
+            button("Update Status", "set_status", str(order.number)),
         )
 
     def _bestsellers(self, request: Request) -> Page:
@@ -134,12 +206,22 @@ class AdminSite(Site):
         if year not in YEARS or not 0 <= month <= 12:
             raise NotFound(request.path)
         periods = [link(str(y), self.url("/reports/bestsellers", year=y)) for y in YEARS]
-        months = [link(MONTHS[m - 1], self.url("/reports/bestsellers", year=year, month=m)) for m in range(1, 13)]
+        months = [
+            link(MONTHS[m - 1], self.url("/reports/bestsellers", year=year, month=m)) for m in range(1, 13)
+        ]
         period = f"{MONTHS[month - 1]} {year}" if month else str(year)
         ranked = bestsellers(self.store, year, month or None)[:10]
-        rows = [[text(f"Rank {i}"), text(product.name), text(f"Quantity: {qty}")] for i, (product, qty) in enumerate(ranked, 1)]
-        return self._frame("Bestsellers Report", group("navigation", *periods, name="Year"),
-                           group("navigation", *months, name="Month"), heading(f"Bestsellers in {period}"), listing(rows))
+        rows = [
+            [text(f"Rank {i}"), text(product.name), text(f"Quantity: {qty}")]
+            for i, (product, qty) in enumerate(ranked, 1)
+        ]
+        return self._frame(
+            "Bestsellers Report",
+            group("navigation", *periods, name="Year"),
+            group("navigation", *months, name="Month"),
+            heading(f"Bestsellers in {period}"),
+            listing(rows),
+        )
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         query = " ".join(values.get("q", "").split())

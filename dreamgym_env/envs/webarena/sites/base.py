@@ -153,7 +153,9 @@ def pager(host: str, path: str, page: int, pages: int, **query: object) -> list[
     return nodes
 
 
-def unique_names(rng: random.Random, first: list[str], second: list[str], count: int, sep: str = " ") -> list[str]:
+def unique_names(
+    rng: random.Random, first: list[str], second: list[str], count: int, sep: str = " "
+) -> list[str]:
     """``count`` distinct ``first + sep + second`` combinations in a seeded order."""
     pairs = [f"{a}{sep}{b}" for a in first for b in second]
     if count > len(pairs):

@@ -33,22 +33,69 @@ from dreamgym_env.envs.webarena.sites.base import (
 ME = "byteblaze"
 ROLES = ("Guest", "Reporter", "Developer", "Maintainer")
 PEOPLE = (
-    ("byteblaze", "Byte Blaze"), ("abisubramanya27", "Abishek S"), ("yjlou", "Yi-Jie Lou"), ("vinta", "Vinta Chen"),
-    ("koush", "Koushik Dutta"), ("sindresorhus", "Sindre Sorhus"), ("kilian", "Kilian Valkhof"),
-    ("jakobbrezlan", "Jakob Brezlan"), ("mrdoob", "Ricardo Cabello"), ("thomasdavis", "Thomas Davis"),
-    ("convexhull", "Convex Hull"), ("lahwaacz", "Jakub Klinkovsky"), ("amwhalen", "Aaron Whalen"),
-    ("justinwhite", "Justin White"), ("primer", "Primer Bot"), ("emilyw", "Emily Wong"), ("rohan_t", "Rohan Tiwari"),
-    ("marisol", "Marisol Diaz"), ("deepak", "Deepak Rao"), ("hannahk", "Hannah Klein"),
+    ("byteblaze", "Byte Blaze"),
+    ("abisubramanya27", "Abishek S"),
+    ("yjlou", "Yi-Jie Lou"),
+    ("vinta", "Vinta Chen"),
+    ("koush", "Koushik Dutta"),
+    ("sindresorhus", "Sindre Sorhus"),
+    ("kilian", "Kilian Valkhof"),
+    ("jakobbrezlan", "Jakob Brezlan"),
+    ("mrdoob", "Ricardo Cabello"),
+    ("thomasdavis", "Thomas Davis"),
+    ("convexhull", "Convex Hull"),
+    ("lahwaacz", "Jakub Klinkovsky"),
+    ("amwhalen", "Aaron Whalen"),
+    ("justinwhite", "Justin White"),
+    ("primer", "Primer Bot"),
+    ("emilyw", "Emily Wong"),
+    ("rohan_t", "Rohan Tiwari"),
+    ("marisol", "Marisol Diaz"),
+    ("deepak", "Deepak Rao"),
+    ("hannahk", "Hannah Klein"),
 )
 PROJECTS = (
-    "a11y-syntax-highlighting", "dotfiles", "timeline-viewer", "web-starter-kit", "chatbot-ui", "design-tokens",
-    "api-gateway", "log-parser", "pixel-editor", "recipe-app", "weather-cli", "budget-tracker", "markdown-wiki",
-    "image-resizer", "task-runner", "color-picker", "notes-sync", "metrics-dashboard", "auth-service", "game-of-life",
-    "tiny-http", "json-diff", "cron-scheduler", "photo-gallery",
+    "a11y-syntax-highlighting",
+    "dotfiles",
+    "timeline-viewer",
+    "web-starter-kit",
+    "chatbot-ui",
+    "design-tokens",
+    "api-gateway",
+    "log-parser",
+    "pixel-editor",
+    "recipe-app",
+    "weather-cli",
+    "budget-tracker",
+    "markdown-wiki",
+    "image-resizer",
+    "task-runner",
+    "color-picker",
+    "notes-sync",
+    "metrics-dashboard",
+    "auth-service",
+    "game-of-life",
+    "tiny-http",
+    "json-diff",
+    "cron-scheduler",
+    "photo-gallery",
 )
-ISSUE_SUBJECTS = ("dark mode", "the login page", "the README", "unit tests", "the build script", "keyboard shortcuts",
-                  "the settings panel", "error messages", "the API docs", "memory usage", "the CI pipeline",
-                  "mobile layout", "search results", "date formatting")
+ISSUE_SUBJECTS = (
+    "dark mode",
+    "the login page",
+    "the README",
+    "unit tests",
+    "the build script",
+    "keyboard shortcuts",
+    "the settings panel",
+    "error messages",
+    "the API docs",
+    "memory usage",
+    "the CI pipeline",
+    "mobile layout",
+    "search results",
+    "date formatting",
+)
 ISSUE_VERBS = ("Fix", "Improve", "Add support for", "Refactor", "Document", "Crash in")
 MR_VERBS = ("Update", "Bump", "Rewrite", "Clean up", "Speed up")
 
@@ -121,7 +168,9 @@ class GitLabState:
 
     def issues(self, project: Project) -> list[Issue]:
         return [
-            Issue(i.iid, i.title, i.author, self.issue_states.get((project.path, i.iid), i.state), i.description)
+            Issue(
+                i.iid, i.title, i.author, self.issue_states.get((project.path, i.iid), i.state), i.description
+            )
             for i in (*project.issues, *self.new_issues.get(project.path, ()))
         ]
 
@@ -142,12 +191,20 @@ def load_gitlab(seed: int) -> GitLab:
         namespace = rng.choice(usernames[:8])
         titles = rng.sample([f"{v} {s}" for v in ISSUE_VERBS for s in ISSUE_SUBJECTS], rng.randint(3, 12))
         issues = tuple(
-            Issue(i + 1, t, rng.choice(usernames), rng.choice(("opened", "opened", "closed")), f"Details about: {t.lower()}.")
+            Issue(
+                i + 1,
+                t,
+                rng.choice(usernames),
+                rng.choice(("opened", "opened", "closed")),
+                f"Details about: {t.lower()}.",
+            )
             for i, t in enumerate(titles)
         )
         mr_titles = rng.sample([f"{v} {s}" for v in MR_VERBS for s in ISSUE_SUBJECTS], rng.randint(1, 6))
         mrs = tuple(
-            MergeRequest(i + 1, t, rng.choice(usernames), rng.choice(("opened", "merged", "closed")), f"branch-{i + 1}")
+            MergeRequest(
+                i + 1, t, rng.choice(usernames), rng.choice(("opened", "merged", "closed")), f"branch-{i + 1}"
+            )
             for i, t in enumerate(mr_titles)
         )
         others = rng.sample([u for u in usernames if u not in (namespace, ME)], rng.randint(1, 5))
@@ -174,11 +231,20 @@ class GitLabSite(Site):
         if request.path == "/":
             query = request.get("q").lower()
             found = [p for p in self.gitlab.projects if query in p.path.lower()]
-            rows = [[link(p.path, self.url(f"/{p.path}")), text(p.description), text(f"Stars: {self.state.stars(p)}")]
-                    for p in found]
-            return self._frame("Projects", heading("Projects"),
-                               textbox("Filter by name", "q", submit="filter", value=request.get("q")),
-                               listing(rows) if rows else text("No projects found"))
+            rows = [
+                [
+                    link(p.path, self.url(f"/{p.path}")),
+                    text(p.description),
+                    text(f"Stars: {self.state.stars(p)}"),
+                ]
+                for p in found
+            ]
+            return self._frame(
+                "Projects",
+                heading("Projects"),
+                textbox("Filter by name", "q", submit="filter", value=request.get("q")),
+                listing(rows) if rows else text("No projects found"),
+            )
         path, _, section = request.path.strip("/").partition("/-/")
         project = next((p for p in self.gitlab.projects if p.path == path), None)
         if project is None:
@@ -187,39 +253,61 @@ class GitLabSite(Site):
         if not section:
             starred = project.path in self.state.starred
             return self._frame(
-                project.path, heading(project.name), text(project.description),
-                button("Unstar" if starred else "Star", "star", project.path), text(f"Stars: {self.state.stars(project)}"),
-                link("Issues", self.url(f"{base}/-/issues")), link("Merge requests", self.url(f"{base}/-/merge_requests")),
+                project.path,
+                heading(project.name),
+                text(project.description),
+                button("Unstar" if starred else "Star", "star", project.path),
+                text(f"Stars: {self.state.stars(project)}"),
+                link("Issues", self.url(f"{base}/-/issues")),
+                link("Merge requests", self.url(f"{base}/-/merge_requests")),
                 link("Members", self.url(f"{base}/-/project_members")),
             )
         kind, _, rest = section.partition("/")
         if kind == "issues" and not rest:
             return self._issues(project, request.get("state", "opened"))
         if kind == "issues" and rest == "new":
-            return self._frame(f"New Issue · {project.path}", heading("New Issue"), textbox("Title", "title", required=True),
-                               textbox("Description", "description"), button("Create issue", "new_issue", project.path))
+            return self._frame(
+                f"New Issue · {project.path}",
+                heading("New Issue"),
+                textbox("Title", "title", required=True),
+                textbox("Description", "description"),
+                button("Create issue", "new_issue", project.path),
+            )
         if kind == "issues" and rest.isdigit():
             issue = next((i for i in self.state.issues(project) if i.iid == int(rest)), None)
             if issue is not None:
                 closed = issue.state == "closed"
                 return self._frame(
-                    f"{issue.title} (#{issue.iid}) · Issues", heading(issue.title),
-                    text(f"{'Closed' if closed else 'Open'} Issue created by {issue.author}"), text(issue.description),
-                    button("Reopen issue" if closed else "Close issue", "issue_state", project.path, str(issue.iid)),
+                    f"{issue.title} (#{issue.iid}) · Issues",
+                    heading(issue.title),
+                    text(f"{'Closed' if closed else 'Open'} Issue created by {issue.author}"),
+                    text(issue.description),
+                    button(
+                        "Reopen issue" if closed else "Close issue",
+                        "issue_state",
+                        project.path,
+                        str(issue.iid),
+                    ),
                 )
         if kind == "merge_requests" and not rest:
             return self._merge_requests(project, request.get("state", "opened"))
         if kind == "merge_requests" and rest.isdigit():
             mr = next((m for m in project.merge_requests if m.iid == int(rest)), None)
             if mr is not None:
-                return self._frame(f"{mr.title} (!{mr.iid}) · Merge requests", heading(mr.title),
-                                   text(f"{mr.state.capitalize()} Merge request !{mr.iid} created by {mr.author}"),
-                                   text(f"Merges {mr.source} into main"))
+                return self._frame(
+                    f"{mr.title} (!{mr.iid}) · Merge requests",
+                    heading(mr.title),
+                    text(f"{mr.state.capitalize()} Merge request !{mr.iid} created by {mr.author}"),
+                    text(f"Merges {mr.source} into main"),
+                )
         if kind == "project_members" and not rest:
             rows = [[text(u), text(r)] for u, r in self.state.member_roles(project).items()]
             return self._frame(
-                f"Members · {project.path}", heading("Project members"), listing(rows),
-                textbox("Username or name", "member"), combobox("Role", "role", ROLES, ROLES[0]),
+                f"Members · {project.path}",
+                heading("Project members"),
+                listing(rows),
+                textbox("Username or name", "member"),
+                combobox("Role", "role", ROLES, ROLES[0]),
                 button("Invite", "invite", project.path),
             )
         raise NotFound(request.path)
@@ -230,25 +318,47 @@ class GitLabSite(Site):
         if state not in ("opened", "closed", "all"):
             raise NotFound(state)
         base = f"/{project.path}/-/issues"
-        tabs = group("tablist", link(f"Open {counts['opened']}", self.url(base, state="opened")),
-                     link(f"Closed {counts['closed']}", self.url(base, state="closed")),
-                     link(f"All {len(issues)}", self.url(base, state="all")))
+        tabs = group(
+            "tablist",
+            link(f"Open {counts['opened']}", self.url(base, state="opened")),
+            link(f"Closed {counts['closed']}", self.url(base, state="closed")),
+            link(f"All {len(issues)}", self.url(base, state="all")),
+        )
         shown = [i for i in issues if state in ("all", i.state)]
-        rows = [[link(i.title, self.url(f"{base}/{i.iid}")), text(f"#{i.iid} opened by {i.author}")] for i in shown]
-        return self._frame(f"Issues · {project.path}", tabs, link("New issue", self.url(f"{base}/new")),
-                           listing(rows) if rows else text("There are no issues to show."))
+        rows = [
+            [link(i.title, self.url(f"{base}/{i.iid}")), text(f"#{i.iid} opened by {i.author}")]
+            for i in shown
+        ]
+        return self._frame(
+            f"Issues · {project.path}",
+            tabs,
+            link("New issue", self.url(f"{base}/new")),
+            listing(rows) if rows else text("There are no issues to show."),
+        )
 
     def _merge_requests(self, project: Project, state: str) -> Page:
         if state not in ("opened", "merged", "closed", "all"):
             raise NotFound(state)
         base = f"/{project.path}/-/merge_requests"
         mrs = project.merge_requests
-        tabs = group("tablist", *(link(f"{s.capitalize()} {sum(m.state == s for m in mrs)}", self.url(base, state=s))
-                                  for s in ("opened", "merged", "closed")), link(f"All {len(mrs)}", self.url(base, state="all")))
+        tabs = group(
+            "tablist",
+            *(
+                link(f"{s.capitalize()} {sum(m.state == s for m in mrs)}", self.url(base, state=s))
+                for s in ("opened", "merged", "closed")
+            ),
+            link(f"All {len(mrs)}", self.url(base, state="all")),
+        )
         shown = [m for m in mrs if state in ("all", m.state)]
-        rows = [[link(m.title, self.url(f"{base}/{m.iid}")), text(f"!{m.iid} created by {m.author}")] for m in shown]
-        return self._frame(f"Merge requests · {project.path}", tabs,
-                           listing(rows) if rows else text("There are no merge requests to show."))
+        rows = [
+            [link(m.title, self.url(f"{base}/{m.iid}")), text(f"!{m.iid} created by {m.author}")]
+            for m in shown
+        ]
+        return self._frame(
+            f"Merge requests · {project.path}",
+            tabs,
+            listing(rows) if rows else text("There are no merge requests to show."),
+        )
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "filter":

@@ -36,19 +36,49 @@ SPEEDS_KMH = {"car": 45.0, "bicycle": 16.0, "foot": 5.0}
 MODE_LABELS = {"car": "Car", "bicycle": "Bicycle", "foot": "Foot"}
 ROAD_FACTOR = 1.3
 PLACES = (
-    ("Carnegie Mellon University", "university"), ("University of Pittsburgh", "university"),
-    ("Phipps Conservatory", "garden"), ("Carnegie Museum of Art", "museum"), ("Andy Warhol Museum", "museum"),
-    ("PNC Park", "stadium"), ("Acrisure Stadium", "stadium"), ("Pittsburgh International Airport", "airport"),
-    ("Union Station", "station"), ("Schenley Park", "park"), ("Frick Park", "park"), ("Point State Park", "park"),
-    ("Heinz History Center", "museum"), ("Mattress Factory", "museum"), ("National Aviary", "zoo"),
-    ("Pittsburgh Zoo", "zoo"), ("Kennywood", "amusement park"), ("Duquesne Incline", "attraction"),
-    ("Strip District Market", "market"), ("Allegheny General Hospital", "hospital"), ("UPMC Presbyterian", "hospital"),
-    ("Carnegie Library Main", "library"), ("Cathedral of Learning", "landmark"), ("Market Square", "square"),
-    ("Station Square", "mall"), ("Waterfront Mall", "mall"), ("Ross Park Mall", "mall"),
-    ("Millvale Riverfront Park", "park"), ("Hartwood Acres", "park"), ("Sewickley Heights", "park"),
+    ("Carnegie Mellon University", "university"),
+    ("University of Pittsburgh", "university"),
+    ("Phipps Conservatory", "garden"),
+    ("Carnegie Museum of Art", "museum"),
+    ("Andy Warhol Museum", "museum"),
+    ("PNC Park", "stadium"),
+    ("Acrisure Stadium", "stadium"),
+    ("Pittsburgh International Airport", "airport"),
+    ("Union Station", "station"),
+    ("Schenley Park", "park"),
+    ("Frick Park", "park"),
+    ("Point State Park", "park"),
+    ("Heinz History Center", "museum"),
+    ("Mattress Factory", "museum"),
+    ("National Aviary", "zoo"),
+    ("Pittsburgh Zoo", "zoo"),
+    ("Kennywood", "amusement park"),
+    ("Duquesne Incline", "attraction"),
+    ("Strip District Market", "market"),
+    ("Allegheny General Hospital", "hospital"),
+    ("UPMC Presbyterian", "hospital"),
+    ("Carnegie Library Main", "library"),
+    ("Cathedral of Learning", "landmark"),
+    ("Market Square", "square"),
+    ("Station Square", "mall"),
+    ("Waterfront Mall", "mall"),
+    ("Ross Park Mall", "mall"),
+    ("Millvale Riverfront Park", "park"),
+    ("Hartwood Acres", "park"),
+    ("Sewickley Heights", "park"),
 )
-STREETS = ("Forbes Avenue", "Fifth Avenue", "Liberty Avenue", "Penn Avenue", "Smithfield Street", "Grant Street",
-           "Butler Street", "Murray Avenue", "Centre Avenue", "Baum Boulevard")
+STREETS = (
+    "Forbes Avenue",
+    "Fifth Avenue",
+    "Liberty Avenue",
+    "Penn Avenue",
+    "Smithfield Street",
+    "Grant Street",
+    "Butler Street",
+    "Murray Avenue",
+    "Centre Avenue",
+    "Baum Boulevard",
+)
 
 
 @dataclass(frozen=True)
@@ -101,8 +131,14 @@ def load_map(seed: int) -> MapData:
     """The places of ``seed``, built once per process."""
     rng = random.Random(f"webarena-map-{seed}")
     places = tuple(
-        Place(i, name, kind, f"{rng.randint(100, 9999)} {rng.choice(STREETS)}, Pittsburgh, PA {rng.randint(15201, 15299)}",
-              round(rng.uniform(0, 30), 2), round(rng.uniform(0, 30), 2))
+        Place(
+            i,
+            name,
+            kind,
+            f"{rng.randint(100, 9999)} {rng.choice(STREETS)}, Pittsburgh, PA {rng.randint(15201, 15299)}",
+            round(rng.uniform(0, 30), 2),
+            round(rng.uniform(0, 30), 2),
+        )
         for i, (name, kind) in enumerate(PLACES)
     )
     return MapData(seed, places)
@@ -116,8 +152,12 @@ class MapSite(Site):
         self.data = data
 
     def _frame(self, title: str, *body: Node) -> Page:
-        nav = group("navigation", link("OpenStreetMap", self.url()), textbox("Search", "q", submit="search"),
-                    link("Find directions between two points", self.url("/directions")))
+        nav = group(
+            "navigation",
+            link("OpenStreetMap", self.url()),
+            textbox("Search", "q", submit="search"),
+            link("Find directions between two points", self.url("/directions")),
+        )
         return Page(f"{title} | OpenStreetMap" if title else "OpenStreetMap", [nav, group("main", *body)])
 
     def page(self, request: Request) -> Page:
@@ -125,14 +165,27 @@ class MapSite(Site):
             return self._frame("", heading("Welcome to OpenStreetMap!"))
         if request.path == "/search":
             words = request.get("q").lower().split()
-            found = [p for p in self.data.places if words and all(w in f"{p.name} {p.kind}".lower() for w in words)]
+            found = [
+                p for p in self.data.places if words and all(w in f"{p.name} {p.kind}".lower() for w in words)
+            ]
             rows = [[link(p.name, self.url(f"/place/{p.id}")), text(p.address)] for p in found]
-            return self._frame("Search", heading("Search Results"), listing(rows) if rows else text("No results found"))
-        if request.path.startswith("/place/") and request.path[7:].isdigit() and int(request.path[7:]) < len(self.data.places):
+            return self._frame(
+                "Search", heading("Search Results"), listing(rows) if rows else text("No results found")
+            )
+        if (
+            request.path.startswith("/place/")
+            and request.path[7:].isdigit()
+            and int(request.path[7:]) < len(self.data.places)
+        ):
             p = self.data.places[int(request.path[7:])]
-            return self._frame(p.name, heading(p.name), text(p.kind.capitalize()), text(f"Address: {p.address}"),
-                               link("Directions from here", self.url("/directions", **{"from": p.name})),
-                               link("Directions to here", self.url("/directions", to=p.name)))
+            return self._frame(
+                p.name,
+                heading(p.name),
+                text(p.kind.capitalize()),
+                text(f"Address: {p.address}"),
+                link("Directions from here", self.url("/directions", **{"from": p.name})),
+                link("Directions to here", self.url("/directions", to=p.name)),
+            )
         if request.path == "/directions":
             return self._directions(request)
         raise NotFound(request.path)
@@ -143,18 +196,27 @@ class MapSite(Site):
             raise NotFound(mode)
         body: list[Node] = [
             heading("Directions"),
-            textbox("From", "from", value=start), textbox("To", "to", value=end),
-            group("radiogroup", *(
-                link(f"{label} (selected)" if m == mode else label, self.url("/directions", **{"from": start}, to=end, mode=m))
-                for m, label in MODE_LABELS.items()
-            )),
+            textbox("From", "from", value=start),
+            textbox("To", "to", value=end),
+            group(
+                "radiogroup",
+                *(
+                    link(
+                        f"{label} (selected)" if m == mode else label,
+                        self.url("/directions", **{"from": start}, to=end, mode=m),
+                    )
+                    for m, label in MODE_LABELS.items()
+                ),
+            ),
             button("Go", "directions", mode),
         ]
         a, b = self.data.place(start), self.data.place(end)
         if start and end and a is not None and b is not None:
             route = Route(a, b, mode)
-            body += [text(f"Route from {a.name} to {b.name} by {MODE_LABELS[mode].lower()}"),
-                     text(f"Distance: {route.km}km. Time: {route.time}.")]
+            body += [
+                text(f"Route from {a.name} to {b.name} by {MODE_LABELS[mode].lower()}"),
+                text(f"Distance: {route.km}km. Time: {route.time}."),
+            ]
         elif start and end:
             body.append(text("Sorry, no route could be found between these points."))
         return self._frame("Directions", *body)
@@ -164,5 +226,7 @@ class MapSite(Site):
             return Outcome(self.url("/search", q=" ".join(values.get("q", "").split())))
         if op == "directions":
             start, end = (" ".join(values.get(k, "").split()) for k in ("from", "to"))
-            return Outcome(self.url("/directions", **{"from": start}, to=end, mode=args[0] if args else "car"))
+            return Outcome(
+                self.url("/directions", **{"from": start}, to=end, mode=args[0] if args else "car")
+            )
         raise NotFound(op)

@@ -30,17 +30,67 @@ from dreamgym_env.envs.webarena.sites.base import (
 )
 
 ME = "MarvelsGrantMan136"
-FORUMS = ("books", "gaming", "science", "movies", "technology", "Music", "sports", "food", "travel", "DIY",
-          "history", "photography")
-TOPICS = ("the new release", "my first attempt", "a hidden gem", "the weekend project", "an old classic",
-          "this year's favourites", "a beginner question", "the best advice", "an unpopular opinion",
-          "a surprising discovery", "the community poll", "a quick tip")
+FORUMS = (
+    "books",
+    "gaming",
+    "science",
+    "movies",
+    "technology",
+    "Music",
+    "sports",
+    "food",
+    "travel",
+    "DIY",
+    "history",
+    "photography",
+)
+TOPICS = (
+    "the new release",
+    "my first attempt",
+    "a hidden gem",
+    "the weekend project",
+    "an old classic",
+    "this year's favourites",
+    "a beginner question",
+    "the best advice",
+    "an unpopular opinion",
+    "a surprising discovery",
+    "the community poll",
+    "a quick tip",
+)
 OPENERS = ("Thoughts on", "Looking for", "Show and tell:", "Discussion:", "Help with", "Review of")
-USERS = ("Sorcerer_Supreme", "jaynecobb", "kittybeans", "ElDelic", "noodle_arms", "PaperPlane42", "quietstorm",
-         "Rocket_Raccoon", "starfish99", "tofu_master", "urban_owl", "vintage_vibes", "waffle_iron",
-         "xeno_phile", "yodel_ay", "zen_garden", "bookworm_88", "CaptainObvious", "dustybits", "EchoLocation")
-REMARKS = ("Totally agree with this.", "I had the same experience.", "Thanks for sharing!", "Could you explain more?",
-           "This made my day.", "Not sure about that.", "Great write-up.", "Source?")
+USERS = (
+    "Sorcerer_Supreme",
+    "jaynecobb",
+    "kittybeans",
+    "ElDelic",
+    "noodle_arms",
+    "PaperPlane42",
+    "quietstorm",
+    "Rocket_Raccoon",
+    "starfish99",
+    "tofu_master",
+    "urban_owl",
+    "vintage_vibes",
+    "waffle_iron",
+    "xeno_phile",
+    "yodel_ay",
+    "zen_garden",
+    "bookworm_88",
+    "CaptainObvious",
+    "dustybits",
+    "EchoLocation",
+)
+REMARKS = (
+    "Totally agree with this.",
+    "I had the same experience.",
+    "Thanks for sharing!",
+    "Could you explain more?",
+    "This made my day.",
+    "Not sure about that.",
+    "Great write-up.",
+    "Source?",
+)
 POSTS_PER_FORUM = 12
 
 
@@ -117,14 +167,20 @@ class RedditState:
 def load_reddit(seed: int) -> Reddit:
     """The forum data of ``seed``, built once per process."""
     rng = random.Random(f"webarena-reddit-{seed}")
-    forums = tuple(Forum(name, f"A place to talk about {name.lower()}.", rng.randint(50, 5000)) for name in FORUMS)
+    forums = tuple(
+        Forum(name, f"A place to talk about {name.lower()}.", rng.randint(50, 5000)) for name in FORUMS
+    )
     posts: list[Post] = []
     for forum in FORUMS:
         titles = rng.sample([f"{o} {t}" for o in OPENERS for t in TOPICS], POSTS_PER_FORUM)
         for title in titles:
-            comments = tuple(Comment(rng.choice(USERS), rng.choice(REMARKS)) for _ in range(rng.randint(0, 7)))
+            comments = tuple(
+                Comment(rng.choice(USERS), rng.choice(REMARKS)) for _ in range(rng.randint(0, 7))
+            )
             body = f"Posting in /f/{forum} about {title.split(' ', 1)[1] if ' ' in title else title}."
-            posts.append(Post(len(posts), forum, title, rng.choice(USERS), body, rng.randint(-3, 120), comments))
+            posts.append(
+                Post(len(posts), forum, title, rng.choice(USERS), body, rng.randint(-3, 120), comments)
+            )
     return Reddit(seed, forums, tuple(posts), frozenset(rng.sample(FORUMS, 3)))
 
 
@@ -137,8 +193,13 @@ class RedditSite(Site):
         self.reddit = state.reddit
 
     def _frame(self, title: str, *body: Node) -> Page:
-        nav = group("navigation", link("Postmill", self.url()), link("Forums", self.url("/forums")),
-                    textbox("Search query", "q", submit="search"), text(ME))
+        nav = group(
+            "navigation",
+            link("Postmill", self.url()),
+            link("Forums", self.url("/forums")),
+            textbox("Search query", "q", submit="search"),
+            text(ME),
+        )
         return Page(title, [nav, group("main", *body)])
 
     def _post_item(self, post: Post) -> list[Node]:
@@ -153,23 +214,35 @@ class RedditSite(Site):
         parts = request.path.strip("/").split("/") if request.path != "/" else []
         if not parts:
             newest = sorted(self.state.all_posts(), key=lambda p: -p.id)[:15]
-            return self._frame("Postmill", heading("Front page"), listing([self._post_item(p) for p in newest]))
+            return self._frame(
+                "Postmill", heading("Front page"), listing([self._post_item(p) for p in newest])
+            )
         if parts == ["forums"]:
-            rows = [[link(f.name, self.url(f"/f/{f.name}")), text(f"{f.subscribers} subscribers")]
-                    for f in sorted(self.reddit.forums, key=lambda f: f.name.lower())]
+            rows = [
+                [link(f.name, self.url(f"/f/{f.name}")), text(f"{f.subscribers} subscribers")]
+                for f in sorted(self.reddit.forums, key=lambda f: f.name.lower())
+            ]
             return self._frame("List of forums", heading("Forums"), listing(rows))
         if parts == ["search"]:
             words = request.get("q").lower().split()
             found = [p for p in self.state.all_posts() if words and all(w in p.title.lower() for w in words)]
-            return self._frame(f"Search results for '{request.get('q')}'", heading("Search results"),
-                               listing([self._post_item(p) for p in found]) if found else text("No results."))
+            return self._frame(
+                f"Search results for '{request.get('q')}'",
+                heading("Search results"),
+                listing([self._post_item(p) for p in found]) if found else text("No results."),
+            )
         forum = self.reddit.forum(parts[1]) if len(parts) >= 2 and parts[0] in ("f", "submit") else None
         if forum is None or len(parts) > 3:
             raise NotFound(request.path)
         if parts[0] == "submit" and len(parts) == 2:
-            return self._frame(f"Create submission in /f/{forum.name}", heading("Create submission"),
-                               text(f"Forum: /f/{forum.name}"), textbox("Title", "title", required=True),
-                               textbox("Body", "body"), button("Create submission", "submit_post", forum.name))
+            return self._frame(
+                f"Create submission in /f/{forum.name}",
+                heading("Create submission"),
+                text(f"Forum: /f/{forum.name}"),
+                textbox("Title", "title", required=True),
+                textbox("Body", "body"),
+                button("Create submission", "submit_post", forum.name),
+            )
         if len(parts) == 2:
             return self._forum(forum)
         if parts[0] == "f" and parts[2].isdigit():
@@ -180,14 +253,19 @@ class RedditSite(Site):
 
     def _forum(self, forum: Forum) -> Page:
         subscribed = forum.name in self.state.subscribed
-        count = forum.subscribers + (subscribed and forum.name not in self.reddit.subscribed) - (
-            not subscribed and forum.name in self.reddit.subscribed
+        count = (
+            forum.subscribers
+            + (subscribed and forum.name not in self.reddit.subscribed)
+            - (not subscribed and forum.name in self.reddit.subscribed)
         )
         posts = [p for p in self.state.all_posts() if p.forum == forum.name]
         return self._frame(
-            f"/f/{forum.name}", heading(f"/f/{forum.name}"), text(forum.description),
+            f"/f/{forum.name}",
+            heading(f"/f/{forum.name}"),
+            text(forum.description),
             button("Unsubscribe" if subscribed else "Subscribe", "subscribe", forum.name),
-            text(f"{count} subscribers"), link("Submit a new post", self.url(f"/submit/{forum.name}")),
+            text(f"{count} subscribers"),
+            link("Submit a new post", self.url(f"/submit/{forum.name}")),
             listing([self._post_item(p) for p in sorted(posts, key=lambda p: -p.id)]),
         )
 
@@ -195,12 +273,17 @@ class RedditSite(Site):
         vote = self.state.votes.get(post.id, 0)
         comments = [[text(c.author), text(c.body)] for c in self.state.comments_of(post)]
         return self._frame(
-            post.title, heading(post.title), text(f"Submitted by {post.author} in /f/{post.forum}"), text(post.body),
+            post.title,
+            heading(post.title),
+            text(f"Submitted by {post.author} in /f/{post.forum}"),
+            text(post.body),
             button("Retract upvote" if vote > 0 else "Upvote", "vote", str(post.id), "1"),
             text(f"{self.state.score(post)} points"),
             button("Retract downvote" if vote < 0 else "Downvote", "vote", str(post.id), "-1"),
-            heading(f"{len(comments)} comments"), listing(comments),
-            textbox("Comment", "comment"), button("Post", "comment", str(post.id)),
+            heading(f"{len(comments)} comments"),
+            listing(comments),
+            textbox("Comment", "comment"),
+            button("Post", "comment", str(post.id)),
         )
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:

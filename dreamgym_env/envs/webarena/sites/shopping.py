@@ -69,7 +69,9 @@ class ShoppingSite(Site):
             link(f"My Cart ({items})", self.url("/cart")),
             textbox(SEARCH_LABEL, "q", submit="search"),
         )
-        return Page(f"{title} | One Stop Market" if title else "One Stop Market", [banner, group("main", *body)])
+        return Page(
+            f"{title} | One Stop Market" if title else "One Stop Market", [banner, group("main", *body)]
+        )
 
     def page(self, request: Request) -> Page:
         parts = request.path.strip("/").split("/") if request.path != "/" else []
@@ -85,8 +87,19 @@ class ShoppingSite(Site):
             return self._list(category, products, request, f"/category/{rest[0]}")
         if head == "search" and not rest:
             query = request.get("q")
-            return self._list(f"Search results for: '{query}'", search_products(self.store.products, query), request, "/search", q=query)
-        if head == "product" and len(rest) == 1 and rest[0].isdigit() and int(rest[0]) < len(self.store.products):
+            return self._list(
+                f"Search results for: '{query}'",
+                search_products(self.store.products, query),
+                request,
+                "/search",
+                q=query,
+            )
+        if (
+            head == "product"
+            and len(rest) == 1
+            and rest[0].isdigit()
+            and int(rest[0]) < len(self.store.products)
+        ):
             return self._product(self.store.products[int(rest[0])])
         if head == "cart" and not rest:
             return self._cart()
@@ -102,10 +115,15 @@ class ShoppingSite(Site):
 
     def _list(self, title: str, products: list[Product], request: Request, path: str, **query: str) -> Page:
         shown, pages = paginate(products, request.int("p"), PAGE_SIZE)
-        items = [[link(p.name, self.url(f"/product/{p.id}")), text(f"Price: {money(self.state.price(p))}")] for p in shown]
+        items = [
+            [link(p.name, self.url(f"/product/{p.id}")), text(f"Price: {money(self.state.price(p))}")]
+            for p in shown
+        ]
         body = [heading(title), text(f"{len(products)} items")]
         body.append(listing(items) if items else text("Your search returned no results."))
-        return self._frame(title, *body, *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, **query))
+        return self._frame(
+            title, *body, *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, **query)
+        )
 
     def _product(self, product: Product) -> Page:
         reviews = self.state.reviews(product)
@@ -122,59 +140,95 @@ class ShoppingSite(Site):
             button("Add to Cart", "add_to_cart", str(product.id)),
             heading("Customer Reviews"),
         ]
-        body.append(listing([
-            [text(r.title), text(f"Rating: {r.rating}/5"), text(f"Review by {r.author}"), text(r.text)] for r in reviews
-        ]) if reviews else text("There are no reviews yet."))
+        body.append(
+            listing(
+                [
+                    [
+                        text(r.title),
+                        text(f"Rating: {r.rating}/5"),
+                        text(f"Review by {r.author}"),
+                        text(r.text),
+                    ]
+                    for r in reviews
+                ]
+            )
+            if reviews
+            else text("There are no reviews yet.")
+        )
         return self._frame(product.name, *body)
 
     def _cart(self) -> Page:
         if not self.state.cart:
-            return self._frame("Shopping Cart", heading("Shopping Cart"), text("You have no items in your shopping cart."))
+            return self._frame(
+                "Shopping Cart", heading("Shopping Cart"), text("You have no items in your shopping cart.")
+            )
         items = []
         total = 0.0
         for pid, qty in self.state.cart.items():
             product = self.store.products[pid]
             subtotal = qty * self.state.price(product)
             total += subtotal
-            items.append([
-                link(product.name, self.url(f"/product/{pid}")),
-                text(f"Qty: {qty}"),
-                text(f"Subtotal: {money(subtotal)}"),
-                button("Remove item", "remove_from_cart", str(pid)),
-            ])
+            items.append(
+                [
+                    link(product.name, self.url(f"/product/{pid}")),
+                    text(f"Qty: {qty}"),
+                    text(f"Subtotal: {money(subtotal)}"),
+                    button("Remove item", "remove_from_cart", str(pid)),
+                ]
+            )
         return self._frame(
-            "Shopping Cart", heading("Shopping Cart"), listing(items), text(f"Order Total: {money(total)}"),
+            "Shopping Cart",
+            heading("Shopping Cart"),
+            listing(items),
+            text(f"Order Total: {money(total)}"),
             link("Proceed to Checkout", self.url("/checkout")),
         )
 
     def _checkout(self) -> Page:
         if not self.state.cart:
-            return self._frame("Checkout", heading("Checkout"), text("You have no items in your shopping cart."))
+            return self._frame(
+                "Checkout", heading("Checkout"), text("You have no items in your shopping cart.")
+            )
         customer = self.store.customers[ME]
         lines = [text(f"{self.store.products[pid].name} x {qty}") for pid, qty in self.state.cart.items()]
         return self._frame(
-            "Checkout", heading("Checkout"), text(f"Ship to: {customer.name}, {customer.city}"), *lines,
+            "Checkout",
+            heading("Checkout"),
+            text(f"Ship to: {customer.name}, {customer.city}"),
+            *lines,
             button("Place Order", "place_order"),
         )
 
     def _orders(self) -> Page:
         mine = [o for o in self.state.orders() if o.customer_id == ME]
         rows = [
-            [text(f"Order # {o.number}"), text(f"Date: {o.date}"), text(f"Order Total: {money(o.total)}"),
-             text(f"Status: {o.status}"), link("View Order", self.url(f"/orders/{o.number}"))]
+            [
+                text(f"Order # {o.number}"),
+                text(f"Date: {o.date}"),
+                text(f"Order Total: {money(o.total)}"),
+                text(f"Status: {o.status}"),
+                link("View Order", self.url(f"/orders/{o.number}")),
+            ]
             for o in reversed(mine)
         ]
         return self._frame("My Orders", heading("My Orders"), listing(rows))
 
     def _order(self, order: Order) -> Page:
         lines = [
-            [link(self.store.products[line.product_id].name, self.url(f"/product/{line.product_id}")),
-             text(f"Qty: {line.qty}"), text(f"Price: {money(line.price)}")]
+            [
+                link(self.store.products[line.product_id].name, self.url(f"/product/{line.product_id}")),
+                text(f"Qty: {line.qty}"),
+                text(f"Price: {money(line.price)}"),
+            ]
             for line in order.lines
         ]
         return self._frame(
-            f"Order # {order.number}", heading(f"Order # {order.number}"), text(f"Status: {order.status}"),
-            text(f"Order Date: {order.date}"), listing(lines), text(f"Grand Total: {money(order.total)}"),
+            f"Order # {order.number}",
+            heading(f"Order # {order.number}"),
+            text(f"Status: {order.status}"),
+            text(f"Order Date: {order.date}"),
+            listing(lines),
+            text(f"Grand Total: {money(order.total)}"),
         )
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
@@ -194,9 +248,12 @@ class ShoppingSite(Site):
         if op == "place_order":
             number = 101 + len(self.store.orders) + len(self.state.placed)
             lines = tuple(
-                OrderLine(pid, qty, self.state.price(self.store.products[pid])) for pid, qty in self.state.cart.items()
+                OrderLine(pid, qty, self.state.price(self.store.products[pid]))
+                for pid, qty in self.state.cart.items()
             )
             self.state.placed.append(Order(number, ME, TODAY, lines, "Pending"))
             self.state.cart.clear()
-            return Outcome(self.url(f"/orders/{number}"), f"Thank you for your purchase! Your order number is {number}.")
+            return Outcome(
+                self.url(f"/orders/{number}"), f"Thank you for your purchase! Your order number is {number}."
+            )
         raise NotFound(op)

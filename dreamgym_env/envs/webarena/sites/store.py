@@ -15,24 +15,88 @@ from functools import cache
 from dreamgym_env.envs.webarena.sites.base import unique_names
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
-    "Grocery & Gourmet Food": ("Green Tea", "Coffee Beans", "Dark Chocolate", "Olive Oil", "Honey", "Granola"),
+    "Grocery & Gourmet Food": (
+        "Green Tea",
+        "Coffee Beans",
+        "Dark Chocolate",
+        "Olive Oil",
+        "Honey",
+        "Granola",
+    ),
     "Beauty & Personal Care": ("Face Cream", "Shampoo", "Lip Balm", "Body Lotion", "Hair Serum", "Sunscreen"),
     "Home & Kitchen": ("Chef Knife", "Frying Pan", "Tea Kettle", "Cutting Board", "Mixing Bowl", "Blender"),
-    "Electronics": ("Headphones", "Phone Charger", "Bluetooth Speaker", "USB Cable", "Smart Watch", "Keyboard"),
+    "Electronics": (
+        "Headphones",
+        "Phone Charger",
+        "Bluetooth Speaker",
+        "USB Cable",
+        "Smart Watch",
+        "Keyboard",
+    ),
     "Sports & Outdoors": ("Yoga Mat", "Water Bottle", "Tent", "Running Shoes", "Backpack", "Jump Rope"),
-    "Health & Household": ("Vitamin C", "Hand Soap", "Dish Sponge", "Face Masks", "Protein Powder", "Fish Oil"),
+    "Health & Household": (
+        "Vitamin C",
+        "Hand Soap",
+        "Dish Sponge",
+        "Face Masks",
+        "Protein Powder",
+        "Fish Oil",
+    ),
     "Office Products": ("Notebook", "Gel Pens", "Desk Lamp", "Stapler", "Sticky Notes", "File Folder"),
     "Toys & Games": ("Puzzle", "Building Blocks", "Board Game", "Plush Bear", "Kite", "Card Game"),
 }
-BRANDS = ("Lumina", "Verde", "Northwind", "Acorn", "Bluebird", "Cascade", "Solstice", "Harbor", "Maple", "Zephyr")
+BRANDS = (
+    "Lumina",
+    "Verde",
+    "Northwind",
+    "Acorn",
+    "Bluebird",
+    "Cascade",
+    "Solstice",
+    "Harbor",
+    "Maple",
+    "Zephyr",
+)
 ADJECTIVES = ("Organic", "Classic", "Deluxe", "Compact", "Premium", "Everyday", "Ultra", "Natural")
 FIRST_NAMES = (
-    "Emma", "Liam", "Olivia", "Noah", "Ava", "Ethan", "Sophia", "Mason", "Mia", "Lucas", "Grace",
-    "Jacob", "Chloe", "Daniel", "Nora", "Adam", "Julia", "Samuel", "Alex", "Bob",
+    "Emma",
+    "Liam",
+    "Olivia",
+    "Noah",
+    "Ava",
+    "Ethan",
+    "Sophia",
+    "Mason",
+    "Mia",
+    "Lucas",
+    "Grace",
+    "Jacob",
+    "Chloe",
+    "Daniel",
+    "Nora",
+    "Adam",
+    "Julia",
+    "Samuel",
+    "Alex",
+    "Bob",
 )
 LAST_NAMES = (
-    "Lopes", "Smith", "Garcia", "Chen", "Patel", "Kim", "Johnson", "Nguyen", "Brown", "Martinez",
-    "Davis", "Wilson", "Clark", "Lewis", "Walker", "Young",
+    "Lopes",
+    "Smith",
+    "Garcia",
+    "Chen",
+    "Patel",
+    "Kim",
+    "Johnson",
+    "Nguyen",
+    "Brown",
+    "Martinez",
+    "Davis",
+    "Wilson",
+    "Clark",
+    "Lewis",
+    "Walker",
+    "Young",
 )
 CITIES = ("Boston", "Austin", "Denver", "Seattle", "Chicago", "Miami", "Portland", "Phoenix")
 REVIEW_TITLES = ("Great value", "Works as described", "Not bad", "Disappointed", "Love it", "Would buy again")
@@ -195,8 +259,14 @@ def load_store(seed: int) -> Store:
         products.append(Product(i, name, f"SKU-{1000 + i}", category, price, rng.randint(0, 200), reviews))
     people = unique_names(rng, list(FIRST_NAMES[1:]), list(LAST_NAMES), NUM_CUSTOMERS - 1)
     customers = [
-        Customer(i, name, f"{name.lower().replace(' ', '.')}@example.com", f"555-{rng.randint(1000, 9999)}",
-                 rng.choice(CITIES), f"{rng.choice(YEARS[:2])}-{rng.randint(1, 12):02d}-01")
+        Customer(
+            i,
+            name,
+            f"{name.lower().replace(' ', '.')}@example.com",
+            f"555-{rng.randint(1000, 9999)}",
+            rng.choice(CITIES),
+            f"{rng.choice(YEARS[:2])}-{rng.randint(1, 12):02d}-01",
+        )
         for i, name in enumerate(["Emma Lopes", *people])
     ]
     orders: list[Order] = []
