@@ -92,7 +92,8 @@ class FidelityResults:
         """One line per run: every measure of its :class:`FidelityReport`."""
         headers = [
             "run", "valid", "invalid output", "exact", "similarity", "reward", "P(r=1)", "R(r=1)",
-            "always-0 reward", "done", "always-0 done", "accuracy", "latency s", "tokens in/out",
+            "always-0 reward", "done", "always-0 done", "rubric reward", "rubric done", "accuracy",
+            "latency s", "tokens in/out",
         ]  # fmt: skip
         rows = []
         for row in self.rows:
@@ -105,7 +106,8 @@ class FidelityResults:
                     ),
                     _share(r.reward_precision),
                     _share(r.reward_recall),
-                    *map(_share, (r.always_zero_reward, r.done_agreement, r.always_zero_done, r.accuracy)),
+                    *map(_share, (r.always_zero_reward, r.done_agreement, r.always_zero_done)),
+                    *map(_share, (r.rubric_reward_agreement, r.rubric_done_agreement, r.accuracy)),
                     f"{r.latency_s:.2f}",
                     f"{r.prompt_tokens:.0f}/{r.completion_tokens:.0f}",
                 ]

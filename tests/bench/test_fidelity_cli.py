@@ -81,6 +81,11 @@ def test_a_domain_the_oracle_must_replay_gets_whole_episodes_and_grounding(tmp_p
     assert data["history_len"] == domain.max_episode_steps
     assert set(data["runs"]) == {"structured/none", "structured/replay"}
     assert all(run["accuracy"] == 1.0 for run in data["runs"].values())
+    # ALFWorld's rubric scores the goal on the state; its win ends the episode (the report's columns)
+    assert all(
+        run["rubric_reward_agreement"] == run["rubric_done_agreement"] == 1.0 for run in data["runs"].values()
+    )
+    assert "| rubric reward | rubric done |" in (tmp_path / "fidelity.md").read_text()
     assert {"go", "take"} <= set(data["runs"]["structured/none"]["by_action"])
 
 
