@@ -32,6 +32,19 @@ def references():
     return reference_transitions(trajectories, "webshop")
 
 
+@pytest.fixture(scope="module")
+def alfworld_expert():
+    """ALFWorld's domain, the structured reference transitions of 4 expert episodes, and each one's truth by request."""
+    domain = get_domain("alfworld")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
+    )
+    references = reference_transitions(trajectories, domain)
+    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
+    return domain, references, truths
+
+
 def measure(references, **kwargs) -> FidelityReport:
     model = OracleExperienceModel("webshop", **kwargs)
     try:
@@ -161,15 +174,9 @@ def test_action_types_are_the_verbs_of_the_domain_grammar():
     assert action_type(alfworld, "go to desk 1") == "go"
 
 
-def test_fidelity_by_action_type_on_known_outcomes():
+def test_fidelity_by_action_type_on_known_outcomes(alfworld_expert):
     """Right on every step but ``take``, where the model fails: each action type's report says so."""
-    domain = get_domain("alfworld")
-    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
-    trajectories = collect_trajectories(
-        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
-    )
-    references = reference_transitions(trajectories, domain)
-    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
+    domain, references, truths = alfworld_expert
 
     def respond(request):
         if request.action.startswith("take"):
@@ -208,14 +215,8 @@ def test_field_similarity_is_partial_credit_for_a_wrong_field():
     assert any(report.fields[f] < report.field_similarity[f] < 1.0 for f in report.fields)
 
 
-def test_the_rubric_decides_the_end_where_episodes_end_at_a_win():
-    domain = get_domain("alfworld")
-    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
-    trajectories = collect_trajectories(
-        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
-    )
-    references = reference_transitions(trajectories, domain)
-    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
+def test_the_rubric_decides_the_end_where_episodes_end_at_a_win(alfworld_expert):
+    domain, references, truths = alfworld_expert
 
     def says_done_every_step(request):  # the right state, wrongly judged over (as the 0.5B model does)
         truth = truths[(request.task.id, request.state, request.action)]
