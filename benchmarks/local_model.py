@@ -1,15 +1,16 @@
 """Seconds per transition of the embedded local model: text and structured mode, single and batched.
 
 Usage: python benchmarks/local_model.py [--episodes 2] [--steps 2] [--batch 4]
-       [--configs text4,structured4,structured0] [--preset qwen-0.5b]
+       [--configs text4,structured4,structured0,whole4] [--preset qwen-0.5b]
 
 Plays expert episodes of the WebShop reference env (test split) and asks the local model for
 their first ``--steps`` steps, from the real states, grounded as in the demo: 4 demonstrations
 from a replay buffer of 40 expert episodes (training split) recorded in the same state mode.
-Three configurations: text mode with 4 demonstrations (the demo's setting), structured mode (the
+Four configurations: text mode with 4 demonstrations (the demo's setting), structured mode (the
 domain's abstract state as JSON; ALFWorld where WebShop has no state schema) with 4
-demonstrations and without. Each runs the steps of ``--episodes`` episodes one request at a time,
-episode after episode ("single", as one env), and the steps of ``--batch`` other episodes as
+demonstrations and without, and ``whole4``: structured with 4 demonstrations where the model
+writes the whole state (no carried fields, as before they existed). Each runs the steps of
+``--episodes`` episodes one request at a time, episode after episode ("single", as one env), and the steps of ``--batch`` other episodes as
 one batch a step ("N=4": one ``predict`` call holding step k of every episode, as a vector env's
 step; the model's slots decode them together).
 
@@ -94,9 +95,13 @@ def structured_domain() -> Domain:
 
 
 def requests_for(
-    pack: Domain, mode: StateMode, demos: int, episodes: int, steps: int
+    pack: Domain, mode: StateMode, demos: int, episodes: int, steps: int, carry: bool = True
 ) -> list[list[ExperienceRequest]]:
-    """The requests of the first ``steps`` steps of expert test episodes (a list an episode), with ``demos`` demonstrations."""
+    """The requests of the first ``steps`` steps of expert test episodes (a list an episode), with ``demos`` demonstrations.
+
+    ``carry``: structured requests name the domain's carried fields (as the synthetic env's do);
+    False asks the model for the whole state, as before carried fields existed.
+    """
     reference = pack.make_reference_env(split="test", max_steps=pack.max_episode_steps)
     played = collect_trajectories(
         reference, expert_policy(pack), episodes, seed=1, progress=False, state_mode=mode
@@ -105,7 +110,14 @@ def requests_for(
     requests = [
         [
             ExperienceRequest(
-                prompt=pack.prompt, state_schema=schema, task=t.task, state=step.state, action=step.action
+                prompt=pack.prompt,
+                state_schema=schema,
+                carried_fields=pack.request_carried_fields(step.state, step.action)
+                if schema and carry
+                else [],
+                task=t.task,
+                state=step.state,
+                action=step.action,
             )
             for step in t.steps[:steps]
         ]
@@ -164,7 +176,8 @@ def main() -> None:
     parser.add_argument(
         "--configs",
         default="text4,structured4,structured0",
-        help="comma-separated: text4 (text, 4 demos), structured4, structured0 (structured, no demos)",
+        help="comma-separated: text4 (text, 4 demos), structured4, structured0 (structured, no demos), "
+        "whole4 (structured, 4 demos, the model writes the whole state: no carried fields)",
     )
     parser.add_argument(
         "--preset", default=None, help="model preset (default: DREAMGYM_LOCAL_MODEL_PRESET or qwen-0.5b)"
@@ -173,10 +186,11 @@ def main() -> None:
 
     webshop, structured = get_domain("webshop"), structured_domain()
     count = args.episodes + args.batch
-    known: dict[str, tuple[str, Domain, StateMode, int]] = {
-        "text4": (f"{webshop.name} text, 4 demos", webshop, "text", 4),
-        "structured4": (f"{structured.name} structured, 4 demos", structured, "structured", 4),
-        "structured0": (f"{structured.name} structured, 0 demos", structured, "structured", 0),
+    known: dict[str, tuple[str, Domain, StateMode, int, bool]] = {
+        "text4": (f"{webshop.name} text, 4 demos", webshop, "text", 4, True),
+        "structured4": (f"{structured.name} structured, 4 demos", structured, "structured", 4, True),
+        "structured0": (f"{structured.name} structured, 0 demos", structured, "structured", 0, True),
+        "whole4": (f"{structured.name} whole state, 4 demos", structured, "structured", 4, False),
     }
     configs = [known[name.strip()] for name in args.configs.split(",")]
     model = LocalExperienceModel(preset=args.preset, n_parallel=args.batch)
@@ -192,8 +206,8 @@ def main() -> None:
     run_started = time.perf_counter()
     try:
         primed: set[tuple[str, str]] = set()
-        for config, pack, mode, demos in configs:
-            requests = requests_for(pack, mode, demos, count, args.steps)
+        for config, pack, mode, demos, carry in configs:
+            requests = requests_for(pack, mode, demos, count, args.steps, carry)
             if (pack.name, mode) not in primed:
                 model.prime(pack.prompt, requests[0][0].state_schema)
                 primed.add((pack.name, mode))

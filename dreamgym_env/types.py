@@ -104,10 +104,15 @@ class ExperienceRequest(BaseModel):
     ``state_schema`` (the JSON schema of the domain's abstract state) asks for structured mode:
     ``state``, the history's and the demonstrations' states are JSON objects of that schema, and
     the model answers the next state as one (validated against it). ``None``: text mode.
+
+    ``carried_fields`` (structured mode) names the state's top-level fields that the action
+    cannot change (``Domain.carried_fields``): the model does not write them, and the next state
+    takes them from ``state``. Every token the model need not write costs nothing on a CPU.
     """
 
     prompt: DomainPrompt
     state_schema: dict[str, Any] | None = None
+    carried_fields: list[str] = Field(default_factory=list)
     task: Task
     history: list[Step] = Field(default_factory=list)
     state: str

@@ -132,6 +132,7 @@ def reference_transitions(
                 request = ExperienceRequest(
                     prompt=pack.prompt,
                     state_schema=pack.state_json_schema if structured else None,
+                    carried_fields=pack.request_carried_fields(step.state, step.action) if structured else [],
                     task=trajectory.task,
                     history=past[-history_len:] if history_len else [],
                     state=step.state,

@@ -256,6 +256,30 @@ class Domain(ABC):
         """The actions valid in an abstract state (default: those of its rendered text)."""
         return self.admissible_actions(self.render_state(state))
 
+    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
+        """The abstract state's top-level fields that the valid ``action`` cannot change from ``state``.
+
+        In structured mode the experience model does not write them and the next state keeps
+        their values: fewer output tokens (each costs about 50 ms on a 2-core CPU), and nothing
+        that never changes can drift. Each must hold on the reference env (the pack's tests
+        check it on its episodes). Default: none.
+        """
+        return ()
+
+    def request_carried_fields(self, state: str, action: str) -> list[str]:
+        """:meth:`carried_fields` for a structured request's state JSON and action text.
+
+        ``[]`` for a text-only domain or when the state or the action does not parse.
+        """
+        if self.state_schema is None:
+            return []
+        parsed = self.parse_action(action)
+        try:
+            abstract = self.parse_state(state)
+        except ValueError:
+            return []
+        return [] if isinstance(parsed, ActionError) else list(self.carried_fields(abstract, parsed))
+
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
         """The reward the domain computes for reaching ``state`` by ``action``, where it can.
 

@@ -282,9 +282,13 @@ class DreamEnv(gym.Env[str, str]):
             info = {"error": parsed.message, "reasoning": "", "usage": None}
             # The page itself is unchanged: the next action is judged against the real state.
             return ReadyStep(step, info, observation=feedback, keep_state=True)
+        structured = self.state_mode == "structured"
         request = ExperienceRequest(
             prompt=self.domain.prompt,
-            state_schema=self.domain.state_json_schema if self.state_mode == "structured" else None,
+            state_schema=self.domain.state_json_schema if structured else None,
+            carried_fields=list(self.domain.carried_fields(self.domain.parse_state(self.state), parsed))
+            if structured
+            else [],
             task=self.task,
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,

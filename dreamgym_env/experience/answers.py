@@ -70,6 +70,7 @@ class AnswerJudge:
     max_tokens: int
     max_reasks: int
     state_schema: dict[str, Any] | None = None
+    carried: dict[str, Any] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     reasks: int = 0
     prompt_tokens: int = 0
@@ -100,7 +101,7 @@ class AnswerJudge:
                 model=self.model_id,
             )
             try:
-                return parse_transition(output, usage, self.state_schema)
+                return parse_transition(output, usage, self.state_schema, self.carried)
             except OutputParseError as exc:
                 problem = str(exc)
         self.reasks += 1

@@ -47,7 +47,14 @@ from dreamgym_env.errors import (
 )
 from dreamgym_env.experience.answers import AnswerJudge, ChatReply
 from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
-from dreamgym_env.experience.prompt import clip, messages, system_prompt, transition_schema
+from dreamgym_env.experience.prompt import (
+    answer_state_schema,
+    carried_values,
+    clip,
+    messages,
+    request_transition_schema,
+    system_prompt,
+)
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
 from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
 
@@ -390,9 +397,10 @@ class LocalExperienceModel(ExperienceModel):
             self.model_id,
             self.settings.max_tokens,
             self.settings.max_output_reasks,
-            request.state_schema,
+            answer_state_schema(request),
+            carried_values(request),
         )
-        schema = transition_schema(request.state_schema)
+        schema = request_transition_schema(request)
         conversation, calls, cached = base, 0, 0
         while True:
             calls += 1

@@ -16,7 +16,13 @@ from typing import Any
 from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
 from dreamgym_env.experience.config import EndpointConfig
-from dreamgym_env.experience.prompt import clip, messages, transition_schema
+from dreamgym_env.experience.prompt import (
+    answer_state_schema,
+    carried_values,
+    clip,
+    messages,
+    request_transition_schema,
+)
 from dreamgym_env.experience.transport import Deadline, EndpointTransport, FormatMode
 from dreamgym_env.types import ExperienceRequest, Transition
 
@@ -76,9 +82,10 @@ class OpenAIExperienceModel(ExperienceModel):
             self.model_id,
             self.config.max_tokens,
             self.config.max_output_reasks,
-            request.state_schema,
+            answer_state_schema(request),
+            carried_values(request),
         )
-        schema = transition_schema(request.state_schema)
+        schema = request_transition_schema(request)
         # Strict mode needs every field required; a state has optional ones.
         strict = request.state_schema is None
         conversation, calls = base, 0

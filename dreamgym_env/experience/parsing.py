@@ -103,8 +103,15 @@ def _text_state(value: Any) -> str:
     return utf8_safe(value)
 
 
-def structured_state(value: Any, state_schema: Mapping[str, Any]) -> str:
-    """The canonical JSON of a structured next state, checked against the domain's state schema."""
+def structured_state(
+    value: Any, state_schema: Mapping[str, Any], carried: Mapping[str, Any] | None = None
+) -> str:
+    """The canonical JSON of a structured next state, checked against the domain's state schema.
+
+    ``carried``: fields the model was told to leave out (``state_schema`` is then the schema
+    without them) and their values, which the state takes; a model that wrote them anyway is
+    overruled, not re-asked.
+    """
     from jsonschema import Draft202012Validator
 
     if isinstance(value, str):  # a model that quoted the object
@@ -114,28 +121,38 @@ def structured_state(value: Any, state_schema: Mapping[str, Any]) -> str:
             raise OutputParseError("'next_state' is not a JSON object of the state schema") from None
     if not isinstance(value, dict):
         raise OutputParseError("'next_state' is not a JSON object of the state schema")
+    if carried:
+        value = {k: v for k, v in value.items() if k not in carried}
     error = next(iter(Draft202012Validator(dict(state_schema)).iter_errors(value)), None)
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "the state"
         raise OutputParseError(
             f"'next_state' does not fit the state schema at {where}: {error.message[:200]}"
         )
+    if carried:
+        value = {**carried, **value}
     return utf8_safe(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def parse_transition(
-    text: str, usage: Usage | None = None, state_schema: Mapping[str, Any] | None = None
+    text: str,
+    usage: Usage | None = None,
+    state_schema: Mapping[str, Any] | None = None,
+    carried: Mapping[str, Any] | None = None,
 ) -> Transition:
     """Parse a model's answer (see the module docstring for what is accepted).
 
     With ``state_schema`` (structured mode) the next state must be a JSON object valid under it,
-    and is kept as its compact JSON; otherwise it must be a non-empty string within
+    and is kept as its compact JSON, completed with the ``carried`` fields (see
+    :func:`structured_state`); otherwise it must be a non-empty string within
     :data:`MAX_STATE_CHARS`. Raises :class:`OutputParseError` naming the first problem.
     """
     thoughts = " ".join(m.strip() for m in _THINK.findall(text)).strip()
     data = _answer_object(_THINK.sub("", text))
     raw_state = _field(data, _STATE_KEYS)
-    next_state = _text_state(raw_state) if state_schema is None else structured_state(raw_state, state_schema)
+    next_state = (
+        _text_state(raw_state) if state_schema is None else structured_state(raw_state, state_schema, carried)
+    )
     reward = _as_reward(_field(data, ("reward",)))
     terminated = _as_bool(_field(data, _DONE_KEYS))
     reasoning = data.get("reasoning") or thoughts

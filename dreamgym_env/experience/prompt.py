@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from dreamgym_env.types import DomainPrompt, ExperienceRequest
@@ -101,6 +102,47 @@ def transition_schema(state_schema: dict[str, Any] | None = None) -> dict[str, A
     if definitions:
         schema["$defs"] = definitions
     return schema
+
+
+def without_fields(state_schema: dict[str, Any], fields: Iterable[str]) -> dict[str, Any]:
+    """``state_schema`` without the top-level ``fields``: not in its properties, nor required by any rule."""
+    left_out = frozenset(fields)
+
+    def strip(spec: dict[str, Any]) -> dict[str, Any]:
+        spec = dict(spec)
+        if "properties" in spec:
+            spec["properties"] = {k: v for k, v in spec["properties"].items() if k not in left_out}
+        if "required" in spec:
+            spec["required"] = [k for k in spec["required"] if k not in left_out]
+        for key in ("if", "then", "else"):
+            if isinstance(spec.get(key), dict):
+                spec[key] = strip(spec[key])
+        for key in ("allOf", "anyOf", "oneOf"):
+            if isinstance(spec.get(key), list):
+                spec[key] = [strip(s) for s in spec[key]]
+        return spec
+
+    return strip(state_schema)
+
+
+def answer_state_schema(request: ExperienceRequest) -> dict[str, Any] | None:
+    """The schema of the next state the model writes: the state schema less the carried fields."""
+    if request.state_schema is None or not request.carried_fields:
+        return request.state_schema
+    return without_fields(request.state_schema, request.carried_fields)
+
+
+def carried_values(request: ExperienceRequest) -> dict[str, Any]:
+    """The current state's values of the request's carried fields (the next state keeps them)."""
+    if request.state_schema is None or not request.carried_fields:
+        return {}
+    current = json.loads(request.state)
+    return {name: current[name] for name in request.carried_fields if name in current}
+
+
+def request_transition_schema(request: ExperienceRequest) -> dict[str, Any]:
+    """The answer's JSON schema for one request (:func:`transition_schema` of its answer state schema)."""
+    return transition_schema(answer_state_schema(request))
 
 
 def state_fields(state_schema: dict[str, Any]) -> str:
@@ -231,7 +273,13 @@ def user_prompt(request: ExperienceRequest) -> str:
         parts.append("# Interaction history (oldest first)\n" + "\n".join(lines))
     parts.append(f"# Current state\n{request.state}")
     parts.append(f"# Agent action\n<action>{quote_action(request.action)}</action>")
-    parts.append("Answer with the JSON object.")
+    if request.state_schema is not None and request.carried_fields:
+        kept = ", ".join(request.carried_fields)
+        parts.append(
+            f"Answer with the JSON object. Leave {kept} out of next_state: the action keeps them as they are."
+        )
+    else:
+        parts.append("Answer with the JSON object.")
     return "\n\n".join(parts)
 
 

@@ -40,7 +40,14 @@ from dreamgym_env.envs.domain import ActionError, Domain, Split
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.parsing import OutputParseError, parse_transition
-from dreamgym_env.experience.prompt import STRUCTURED_REASONING_CHARS, clip, messages, user_prompt
+from dreamgym_env.experience.prompt import (
+    STRUCTURED_REASONING_CHARS,
+    answer_state_schema,
+    carried_values,
+    clip,
+    messages,
+    user_prompt,
+)
 from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
 
 if TYPE_CHECKING:
@@ -99,21 +106,27 @@ def state_mode_of(domain: Domain) -> StateMode:
 def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -> str:
     """The target answer, as a model constrained to the transition schema would write it.
 
-    In structured mode ``next_state`` is the state's JSON object; a whole-number reward is
-    written as an integer (the prompt asks for ``0 or 1``). The answer is checked with the
+    In structured mode ``next_state`` is the state's JSON object less the request's carried
+    fields; a whole-number reward is written as an integer (the prompt asks for ``0 or 1``).
+    The answer is checked with the
     backends' own parser, so a target that no backend would accept raises :class:`DataError`.
     """
     structured = request.state_schema is not None
     reward: float | int = int(truth.reward) if float(truth.reward).is_integer() else truth.reward
+    next_state: Any = truth.next_state
+    if structured:  # the model leaves the carried fields out, as the backends ask it to
+        next_state = {
+            k: v for k, v in json.loads(truth.next_state).items() if k not in request.carried_fields
+        }
     answer = {
         "reasoning": reasoning,
-        "next_state": json.loads(truth.next_state) if structured else truth.next_state,
+        "next_state": next_state,
         "reward": reward,
         "done": truth.terminated,
     }
     text = json.dumps(answer, ensure_ascii=False)
     try:
-        parse_transition(text, Usage(), request.state_schema)
+        parse_transition(text, Usage(), answer_state_schema(request), carried_values(request))
     except OutputParseError as exc:
         raise DataError(
             f"task {request.task.id!r}: the reference answer is not a valid transition: {exc}"
@@ -200,7 +213,7 @@ def sft_example(
 
     ``prompt`` is exactly :func:`~dreamgym_env.experience.prompt.messages` for the request;
     ``completion`` is the assistant's answer. ``request`` keeps the request's episode part
-    (task, history, state, action); its domain part (prompt, state schema) is the domain's.
+    (task, history, state, action, carried fields); its domain part (prompt, state schema) is the domain's.
     """
     return {
         "prompt": messages(request.prompt, request),
@@ -212,7 +225,9 @@ def sft_example(
         "parent_id": request.task.parent_id,
         "policy": policy,
         "reasoning_source": reasoning_source,
-        "request": request.model_dump(mode="json", include={"task", "history", "state", "action"}),
+        "request": request.model_dump(
+            mode="json", include={"task", "history", "state", "action", "carried_fields"}
+        ),
     }
 
 

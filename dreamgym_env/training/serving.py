@@ -26,7 +26,7 @@ from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.local import DEFAULT_MAX_OUTPUT_REASKS
-from dreamgym_env.experience.prompt import clip, messages
+from dreamgym_env.experience.prompt import answer_state_schema, carried_values, clip, messages
 from dreamgym_env.training.train import TrainedModel, load_base
 from dreamgym_env.types import ExperienceRequest, Transition
 
@@ -124,7 +124,8 @@ class TransformersExperienceModel(ExperienceModel):
             self.model_id,
             self.max_new_tokens,
             self.max_output_reasks,
-            request.state_schema,
+            answer_state_schema(request),
+            carried_values(request),
         )
         conversation, calls = base, 0
         while True:

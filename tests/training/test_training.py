@@ -20,7 +20,7 @@ from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.local import LocalExperienceModel, LocalSettings
 from dreamgym_env.experience.parsing import parse_transition
-from dreamgym_env.experience.prompt import STRUCTURED_REASONING_CHARS
+from dreamgym_env.experience.prompt import STRUCTURED_REASONING_CHARS, answer_state_schema, carried_values
 from dreamgym_env.rl.tiny_lm import train_tokenizer
 from dreamgym_env.training.dataset import (
     build_dataset,
@@ -162,13 +162,15 @@ def test_examples_are_the_requests_the_local_backend_sends(dataset, gguf_file):
         answer = row["completion"][0]["content"]
         runtime = Recording(answer)
         model = LocalExperienceModel(gguf_file, runtime_factory=runtime)
+        request = request_of(row, WEBSHOP)
         try:
-            transition = model.predict_one(request_of(row, WEBSHOP))
+            transition = model.predict_one(request)
         finally:
             model.close()
         assert runtime.bodies[0]["messages"] == row["prompt"]  # the very messages, nothing re-ordered
         target = json.loads(answer)
-        assert json.loads(transition.next_state) == target["next_state"]  # and the backend accepts the target
+        # the backend accepts the target, and completes it with the fields the action keeps
+        assert json.loads(transition.next_state) == {**carried_values(request), **target["next_state"]}
         assert (transition.reward, transition.terminated) == (target["reward"], target["done"])
 
 
@@ -227,12 +229,15 @@ def test_the_gguf_adapter_holds_the_peft_weights_under_llama_cpp_names(two_steps
 def test_resume_continues_and_the_served_model_answers_a_valid_transition(memorised, one_example):
     assert memorised.stats["steps"] == 20 and memorised.stats["resumed_from"] == "checkpoint-2"
     row = read_examples(one_example)[0]
+    request = request_of(row, WEBSHOP)
     model = TransformersExperienceModel(memorised.directory, max_new_tokens=8, max_output_reasks=0)
     try:
-        transition = model.predict_one(request_of(row, WEBSHOP))
+        transition = model.predict_one(request)
     finally:
         model.close()
-    expected = parse_transition(row["completion"][0]["content"], Usage(), WEBSHOP.state_json_schema)
+    expected = parse_transition(
+        row["completion"][0]["content"], Usage(), answer_state_schema(request), carried_values(request)
+    )
     assert WEBSHOP.parse_state(transition.next_state) == WEBSHOP.parse_state(expected.next_state)
     assert (transition.reward, transition.terminated) == (expected.reward, expected.terminated)
 

@@ -114,6 +114,10 @@ class ALFWorldDomain(Domain):
 
         return ALFWorldTaskVariations(self)
 
+    def carried_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
+        """The instruction and the room's receptacles: no action changes them."""
+        return ("instruction", "receptacles")
+
     def rubric_reward(self, task: Task, state: Any, action: ParsedAction) -> float | None:
         """1.0 when the state shows the task's goal met (:func:`~dreamgym_env.envs.alfworld.goal.state_satisfies`), else 0.0.
 

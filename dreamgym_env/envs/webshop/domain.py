@@ -21,14 +21,24 @@ from dreamgym_env.envs.domain import (
     Split,
 )
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
-from dreamgym_env.envs.webshop.pages import BUY_LABEL, SEARCH_LABEL, search_page
-from dreamgym_env.envs.webshop.state import WebShopState, render, score_state
+from dreamgym_env.envs.webshop.pages import (
+    BACK_LABEL,
+    BUY_LABEL,
+    NEXT_LABEL,
+    PREV_LABEL,
+    SEARCH_LABEL,
+    SUB_PAGE_LABELS,
+    search_page,
+)
+from dreamgym_env.envs.webshop.state import ITEM_KINDS, WebShopState, render, score_state
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
     from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
     from dreamgym_env.envs.webshop.task_variations import WebShopTaskVariations
+
+_SUB_PAGES = frozenset(label.lower() for label in SUB_PAGE_LABELS)
 
 PROMPT = DomainPrompt(
     rules="""WebShop: find and buy the product that matches a shopping instruction.
@@ -180,6 +190,31 @@ class WebShopDomain(Domain):
     def initial_abstract_state(self, task: Task) -> WebShopState:
         """The search page of the task's instruction."""
         return WebShopState(kind="search", instruction=task.instruction)
+
+    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
+        """What the shop's navigation keeps (see :mod:`~dreamgym_env.envs.webshop.navigation`).
+
+        Always the instruction; an item id keeps the results' query and page; [Next >] and
+        [< Prev] on results keep the query and the count; on an item, an option keeps the
+        item, [Description]/[Features]/[Reviews] keep the selection too, [Buy Now] keeps the
+        item and the selection; a sub-page's [< Prev] keeps all but its text.
+        """
+        kind = _as_state(state).kind
+        label = action.argument.lower() if action.verb == "click" else ""
+        if not label or label == BACK_LABEL.lower() or kind not in ("results", *ITEM_KINDS):
+            return ("instruction",)
+        if kind == "results":
+            turn = label in (PREV_LABEL.lower(), NEXT_LABEL.lower())
+            return ("instruction", "query", "total") if turn else ("instruction", "query", "page")
+        if kind != "item":  # a sub-page: [< Prev] to the item
+            return ("instruction", "query", "page", "item", "selected")
+        if label == PREV_LABEL.lower():
+            return ("instruction", "query", "page")
+        if label == BUY_LABEL.lower():
+            return ("instruction", "item", "selected")
+        if label in _SUB_PAGES:
+            return ("instruction", "query", "page", "item", "selected")
+        return ("instruction", "query", "page", "item")  # an option value
 
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
         """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.
