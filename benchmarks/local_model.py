@@ -21,12 +21,14 @@ shared among its transitions), aggregate transitions per second, each request's 
 and per request the prompt tokens sent, those evaluated (sent minus those reused from the KV
 cache) and the completion tokens. The load average matters: llama.cpp's threads slow down
 sharply when other jobs share the cores. ``calls`` is the mean number of model calls a
-transition took (above 1: answers re-asked); tokens and latency add up over them.
+transition took (above 1: answers re-asked); tokens and latency add up over them; ``failed``
+counts answers still unusable after the re-asks (their time counts, their tokens do not).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import statistics
 import time
@@ -36,6 +38,7 @@ from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.rollouts import StateMode, collect_trajectories
 from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ModelOutputError
 from dreamgym_env.experience.local import LocalExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
@@ -56,10 +59,14 @@ class Row:
     completion: list[int]
     attempts: list[int]
     load: float
+    failed: int
 
     @classmethod
-    def of(cls, config: str, batching: str, results: list[Transition], wall_s: float, load: float) -> Row:
-        usages = [t.usage for t in results]
+    def of(
+        cls, config: str, batching: str, results: list[Transition | BaseException], wall_s: float, load: float
+    ) -> Row:
+        """A row of ``results``: a failed answer counts in the time per transition, not in the token means."""
+        usages = [t.usage for t in results if isinstance(t, Transition)]
         return cls(
             config,
             batching,
@@ -71,6 +78,7 @@ class Row:
             [u.completion_tokens for u in usages],
             [u.attempts for u in usages],
             load,
+            len(results) - len(usages),
         )
 
     def line(self) -> str:
@@ -79,12 +87,13 @@ class Row:
             f"{self.transitions / self.wall_s:8.3f} {statistics.fmean(self.latencies):8.1f} "
             f"{statistics.fmean(self.sent):6.0f} {statistics.fmean(self.evaluated):6.0f} "
             f"{statistics.fmean(self.completion):6.0f} {statistics.fmean(self.attempts):5.2f} {self.load:5.1f}"
+            f" {self.failed:6d}"
         )
 
 
 HEADER = (
     f"{'configuration':28} {'batch':7} {'n':>3} {'s/trans':>9} {'trans/s':>8} {'latency':>8} "
-    f"{'sent':>6} {'evald':>6} {'output':>6} {'calls':>5} {'load':>5}"
+    f"{'sent':>6} {'evald':>6} {'output':>6} {'calls':>5} {'load':>5} {'failed':>6}"
 )
 
 
@@ -141,20 +150,40 @@ def requests_for(
         buffer.close()
 
 
+async def each_or_error(
+    model: LocalExperienceModel, requests: list[ExperienceRequest]
+) -> list[list[Transition] | BaseException]:
+    """The requests answered together (the slots decode them as one batch), each failure kept in its place."""
+    return await asyncio.gather(*(model.predict([r]) for r in requests), return_exceptions=True)
+
+
 def measure(
     model: LocalExperienceModel, config: str, episodes: list[list[ExperienceRequest]], single: int, batch: int
 ) -> tuple[Row, Row]:
-    """The first ``single`` episodes one request at a time, the next ``batch`` as one batch a step."""
-    load, results, started = os.getloadavg()[0], [], time.perf_counter()
+    """The first ``single`` episodes one request at a time, the next ``batch`` as one batch a step.
+
+    An answer that fails (re-asked, then :class:`ModelOutputError`) is counted, not raised: the
+    other requests of its batch go on.
+    """
+    load, started = os.getloadavg()[0], time.perf_counter()
+    results: list[Transition | BaseException] = []
     for episode in episodes[:single]:
         for request in episode:
-            results.append(model.predict_one(request))
+            try:
+                results.append(model.predict_one(request))
+            except ModelOutputError as exc:
+                results.append(exc)
     single_row = Row.of(config, "single", results, time.perf_counter() - started, load)
     print(single_row.line(), flush=True)
     load, results, started = os.getloadavg()[0], [], time.perf_counter()
     vector = episodes[single : single + batch]
     for step in range(max(len(episode) for episode in vector)):
-        results.extend(model.predict_sync([episode[step] for episode in vector if step < len(episode)]))
+        batch_requests = [episode[step] for episode in vector if step < len(episode)]
+        answers = model.run(each_or_error(model, batch_requests))
+        for answer in answers:
+            if isinstance(answer, BaseException) and not isinstance(answer, ModelOutputError):
+                raise answer
+            results.append(answer if isinstance(answer, BaseException) else answer[0])
     batch_row = Row.of(config, f"N={batch}", results, time.perf_counter() - started, load)
     print(batch_row.line(), flush=True)
     return single_row, batch_row
