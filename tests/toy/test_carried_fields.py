@@ -125,7 +125,8 @@ def test_sft_targets_leave_the_carried_fields_out_and_rows_keep_them():
         env, make_policy("expert", domain), 3, seed=0, progress=False, state_mode="structured"
     )
     pairs = reference_transitions(played, domain)
-    request, truth = next((r, t) for r, t in pairs if "item" in r.carried_fields)
+    pair = next(p for p in pairs if "item" in p.request.carried_fields)
+    request, truth = pair.request, pair.truth
     row = sft_example(
         request, truth, "an option", split="train", policy="expert", reasoning_source="reference"
     )
