@@ -189,9 +189,8 @@ def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(dataset
     for row in read_examples(dataset):
         request = request_of(row, WEBSHOP)
         answer = json.loads(row["completion"][0]["content"])
-        truth = Transition(
-            next_state=json.dumps(answer["next_state"]), reward=answer["reward"], terminated=answer["done"]
-        )
+        whole = {**carried_values(request), **answer["next_state"]}  # the state the reference env showed
+        truth = Transition(next_state=json.dumps(whole), reward=answer["reward"], terminated=answer["done"])
         reasoning = reference_reasoning(WEBSHOP, request, truth)
         assert reasoning == answer["reasoning"]
         assert len(reasoning) <= STRUCTURED_REASONING_CHARS
