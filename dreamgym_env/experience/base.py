@@ -25,10 +25,11 @@ async def gather_or_cancel(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     tasks = [asyncio.ensure_future(call) for call in calls]
     try:
         return list(await asyncio.gather(*tasks))
-    finally:
+    except BaseException:  # on success there is nothing to cancel: no second gather on the hot path
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 class ExperienceModel(ABC):
