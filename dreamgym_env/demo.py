@@ -367,7 +367,7 @@ def _load(model: ExperienceModel, console: Console) -> float:
         load()
     seconds = time.perf_counter() - started
     console.print(
-        f"loaded in {seconds:.1f} s; each step is one model call, about 10-30 s on a 2-core CPU "
+        f"loaded in {seconds:.1f} s; each step is one model call, about 20-50 s on a 2-core CPU "
         "(an endpoint on a GPU answers in about a second)"
     )
     return seconds

@@ -131,7 +131,7 @@ def episode(
             break
         last_action = action
         with console.status(
-            "" if reference else "the experience model is answering (10-30 s a step on a 2-core CPU) ..."
+            "" if reference else "the experience model is answering (20-50 s a step on a 2-core CPU) ..."
         ):
             obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
