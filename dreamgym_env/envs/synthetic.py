@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
+from pydantic import BaseModel
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
@@ -175,6 +176,7 @@ class DreamEnv(gym.Env[str, str]):
         """What the model sees of the current state: its text, or in structured mode its JSON."""
         self.observation = ""
         """What the agent sees of the current state (its text, rendered in structured mode)."""
+        self._abstract: BaseModel | None = None  # structured mode: ``state`` parsed once per step
         self.steps: list[Step] = []
         self._done = True
 
@@ -239,11 +241,15 @@ class DreamEnv(gym.Env[str, str]):
 
     def _set_state(self, state: str) -> None:
         self.state = state
-        self.observation = (
-            self.domain.render_state(self.domain.parse_state(state))
-            if self.state_mode == "structured"
-            else state
-        )
+        if self.state_mode == "structured":
+            self._abstract = self.domain.parse_state(state)
+            self.observation = self.domain.render_state(self._abstract)
+        else:
+            self.observation = state
+
+    def _abstract_state(self) -> BaseModel:
+        assert self._abstract is not None, "structured mode sets the abstract state with the state"
+        return self._abstract
 
     def step(self, action: str) -> StepResult:
         pending = self.prepare_step(action)
@@ -286,7 +292,7 @@ class DreamEnv(gym.Env[str, str]):
         request = ExperienceRequest(
             prompt=self.domain.prompt,
             state_schema=self.domain.state_json_schema if structured else None,
-            carried_fields=list(self.domain.carried_fields(self.domain.parse_state(self.state), parsed))
+            carried_fields=list(self.domain.carried_fields(self._abstract_state(), parsed))
             if structured
             else [],
             task=self.task,
@@ -386,7 +392,7 @@ class DreamEnv(gym.Env[str, str]):
 
     def _state_info(self, observation: str) -> dict[str, Any]:
         if self.state_mode == "structured":
-            admissible = self.domain.state_admissible_actions(self.domain.parse_state(self.state))
+            admissible = self.domain.state_admissible_actions(self._abstract_state())
         else:
             admissible = self.domain.admissible_actions(observation)
         return {} if admissible is None else {"admissible_actions": admissible}

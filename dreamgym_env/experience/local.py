@@ -52,8 +52,8 @@ from dreamgym_env.experience.prompt import (
     carried_values,
     clip,
     messages,
-    request_transition_schema,
     system_prompt,
+    transition_schema,
 )
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
 from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
@@ -390,6 +390,7 @@ class LocalExperienceModel(ExperienceModel):
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)
         context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
+        answer_schema = answer_state_schema(request)
         judge = AnswerJudge(
             base,
             context,
@@ -397,10 +398,10 @@ class LocalExperienceModel(ExperienceModel):
             self.model_id,
             self.settings.max_tokens,
             self.settings.max_output_reasks,
-            answer_state_schema(request),
+            answer_schema,
             carried_values(request),
         )
-        schema = request_transition_schema(request)
+        schema = transition_schema(answer_schema)
         conversation, calls, cached = base, 0, 0
         while True:
             calls += 1

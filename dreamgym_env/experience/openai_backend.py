@@ -21,7 +21,7 @@ from dreamgym_env.experience.prompt import (
     carried_values,
     clip,
     messages,
-    request_transition_schema,
+    transition_schema,
 )
 from dreamgym_env.experience.transport import Deadline, EndpointTransport, FormatMode
 from dreamgym_env.types import ExperienceRequest, Transition
@@ -75,6 +75,7 @@ class OpenAIExperienceModel(ExperienceModel):
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)
         context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
+        answer_schema = answer_state_schema(request)
         judge = AnswerJudge(
             base,
             context,
@@ -82,10 +83,10 @@ class OpenAIExperienceModel(ExperienceModel):
             self.model_id,
             self.config.max_tokens,
             self.config.max_output_reasks,
-            answer_state_schema(request),
+            answer_schema,
             carried_values(request),
         )
-        schema = request_transition_schema(request)
+        schema = transition_schema(answer_schema)
         # Strict mode needs every field required; a state has optional ones.
         strict = request.state_schema is None
         conversation, calls = base, 0

@@ -140,11 +140,6 @@ def carried_values(request: ExperienceRequest) -> dict[str, Any]:
     return {name: current[name] for name in request.carried_fields if name in current}
 
 
-def request_transition_schema(request: ExperienceRequest) -> dict[str, Any]:
-    """The answer's JSON schema for one request (:func:`transition_schema` of its answer state schema)."""
-    return transition_schema(answer_state_schema(request))
-
-
 def state_fields(state_schema: dict[str, Any]) -> str:
     """The state schema's fields as short lines (name, type, description), nested objects indented."""
     definitions = state_schema.get("$defs", {})

@@ -136,13 +136,8 @@ class FailingModel(ScriptedExperienceModel):
         return await super().predict(requests)
 
 
-def test_failed_answers_count_as_invalid_and_wrong():
-    domain = get_domain("alfworld")
-    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
-    trajectories = collect_trajectories(
-        env, make_policy("expert", domain), 3, progress=False, state_mode="structured"
-    )
-    references = reference_transitions(trajectories, domain)
+def test_failed_answers_count_as_invalid_and_wrong(alfworld_expert):
+    _, references, _ = alfworld_expert
     takes = sum("take" in r.request.action for r in references)
     model = FailingModel(lambda request: Transition(next_state=request.state))
     report = measure_fidelity(model, references)
