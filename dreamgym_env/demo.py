@@ -25,12 +25,13 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -45,12 +46,12 @@ from dreamgym_env.agents.rollouts import collect_trajectories, stop_reason
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import default_domain, get_domain
-from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, StateMode
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep, ReadyStep, StateMode
 from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.types import Task
+from dreamgym_env.types import Task, Transition
 
 EMBEDDED_MODEL_MB = 491
 """Size of the default embedded model (qwen-0.5b, Q4_K_M), said before it is assembled."""
@@ -108,8 +109,11 @@ class DemoSummary:
     steps: int
     model_calls: int
     seconds_per_step: float
-    """Mean latency of the steps that called the model (invalid actions need no call)."""
-    median_seconds_per_step: float
+    """Wall seconds of the model's batches divided by the steps that called the model (invalid
+    actions need no call): what a step costs with the episodes played together."""
+    latency_s: float
+    """Mean seconds a model call took, from its request to its answer (a batch's calls overlap)."""
+    median_latency_s: float
     prompt_tokens_per_step: float
     completion_tokens_per_step: float
     wall_s: float
@@ -145,30 +149,23 @@ def _build_model(model: str | None) -> ExperienceModel:
     return default_experience_model(backend="endpoint", model=model, cache=False)
 
 
-def _ground(env: DreamEnv, pack: Domain, episodes: int, seed: int) -> ExperienceReplayBuffer:
-    """Fill an in-memory buffer with expert episodes of the reference env and ground ``env`` in it.
+def _grounder(pack: Domain, mode: StateMode, episodes: int, seed: int) -> ReplayGrounder:
+    """A grounder over an in-memory buffer of expert episodes of the reference env (training tasks).
 
-    The episodes are recorded in the env's state mode; structured states are shown whole (they
-    are compact already), text pages compacted line by line.
+    The episodes are recorded in the env's state mode; demonstrations are compacted as the
+    grounding wrappers do (structured states field by field, text pages line by line).
     """
     reference = pack.make_reference_env(split="train", max_steps=pack.max_episode_steps)
     try:
         trajectories = collect_trajectories(
-            reference, expert_policy(pack), episodes, seed=seed, progress=False, state_mode=env.state_mode
+            reference, expert_policy(pack), episodes, seed=seed, progress=False, state_mode=mode
         )
     finally:
         reference.close()
     buffer = ExperienceReplayBuffer(None)
     for trajectory in trajectories:
         buffer.add_trajectory(trajectory, source="offline")
-    whole = env.state_mode == "structured"
-    grounder = ReplayGrounder(
-        buffer,
-        write_back=False,
-        **({"state_chars": None, "next_state_chars": None} if whole else {}),  # type: ignore[arg-type]
-    )
-    env.add_context_provider(grounder.demonstrations)
-    return buffer
+    return ReplayGrounder(buffer, write_back=False)
 
 
 def _excerpt(text: str) -> str:
@@ -206,7 +203,7 @@ def _step_view(r: DemoStep, full: bool) -> Group:
         synthetic.append("\nreasoning: " + " ".join(r.reasoning.split())[:REASONING_CHARS], style="dim")
     reference = Text(r.reference_state if full else _excerpt(r.reference_state))
     return Group(
-        Text(f"step {r.step} · {r.action} · {called}", style="bold"),
+        Text(f"episode {r.episode + 1} · step {r.step} · {r.action} · {called}", style="bold"),
         Panel(synthetic, title="synthetic (experience model)", title_align="left"),
         Panel(reference, title="reference (real env)", title_align="left"),
         verdicts,
@@ -234,9 +231,10 @@ def _summary_table(summary: DemoSummary) -> Table:
         ),
         ("episodes / steps", f"{summary.episodes} / {summary.steps}"),
         ("model calls", str(summary.model_calls)),
+        ("seconds per step (episodes played together)", f"{summary.seconds_per_step:.1f}"),
         (
-            "seconds per step (mean / median)",
-            f"{summary.seconds_per_step:.1f} / {summary.median_seconds_per_step:.1f}",
+            "seconds a model call (mean / median)",
+            f"{summary.latency_s:.1f} / {summary.median_latency_s:.1f}",
         ),
         (
             "tokens per step (prompt / completion)",
@@ -288,10 +286,10 @@ def run_demo(
     console = console or Console()
     pack = get_domain(domain) if domain is not None else default_domain()
     mode: StateMode = state_mode or ("structured" if pack.state_schema is not None else "text")
-    reference = pack.make_reference_env(split="test")
     validator = pack.make_reference_env(split="test")
-    tasks = list(getattr(reference.unwrapped, "tasks", None) or pack.tasks("test"))
+    tasks = list(getattr(validator.unwrapped, "tasks", None) or pack.tasks("test"))
     if not tasks:
+        validator.close()
         raise ConfigurationError(f"domain {pack.name!r} has no test tasks to run")
     order = np.random.default_rng(seed).permutation(len(tasks))
     chosen = [tasks[int(i)] for i in order[:episodes]]
@@ -309,31 +307,39 @@ def run_demo(
     console.print(
         f"experience model: {_describe(model_obj)} ready after {time.perf_counter() - started:.1f} s"
     )
-    buffer: ExperienceReplayBuffer | None = None
+    grounder: ReplayGrounder | None = None
     replay_transitions = 0
+    played: list[_Episode] = []
     try:
         load_s = _load(model_obj, console)
         # The oracle answers a reference env that cannot be restored by replaying whole episodes.
         replays = isinstance(model_obj, OracleExperienceModel) and not model_obj.restorable
         history_len = max_steps if replays else DEFAULT_HISTORY_LEN
-        env = DreamEnv(pack, model_obj, max_steps=max_steps, state_mode=mode, history_len=history_len)
-        console.print(f"{pack.name}: {mode} states, {episodes} episode(s) of at most {max_steps} steps")
+        console.print(
+            f"{pack.name}: {mode} states, {len(chosen)} episode(s) of at most {max_steps} steps, "
+            "played together (one batch of model calls a step)"
+        )
         if replay:
             started_grounding = time.perf_counter()
-            buffer = _ground(env, pack, replay_episodes, seed)
-            replay_transitions = len(buffer)
+            grounder = _grounder(pack, mode, replay_episodes, seed)
+            replay_transitions = len(grounder.buffer)
             console.print(
                 f"grounding: {replay_transitions} real transitions of {replay_episodes} expert episodes "
                 f"({time.perf_counter() - started_grounding:.1f} s)"
             )
-        records = _play(
-            env, reference, validator, expert_policy(pack), chosen, max_steps, console, progress, full
-        )
+        for number, task in enumerate(chosen):
+            env = DreamEnv(pack, model_obj, max_steps=max_steps, state_mode=mode, history_len=history_len)
+            if grounder is not None:
+                env.add_context_provider(grounder.demonstrations)
+            reference = pack.make_reference_env(split="test")
+            played.append(_Episode(number, task, env, reference, expert_policy(pack)))
+        records, model_s = _play(played, validator, max_steps, console, progress, full)
     finally:
-        reference.close()
+        for episode in played:
+            episode.reference.close()
         validator.close()
-        if buffer is not None:
-            buffer.close()
+        if grounder is not None:
+            grounder.buffer.close()
         if owned:
             model_obj.close()
     summary = _summarise(
@@ -344,6 +350,7 @@ def run_demo(
         episodes,
         time.perf_counter() - started,
         load_s,
+        model_s,
         replay_transitions,
     )
     console.print(_summary_table(summary))
@@ -400,81 +407,162 @@ def _valid(env: DreamEnv, validator: gym.Env, task: Task) -> bool | None:
     return _restore(validator, task, env.observation)
 
 
+@dataclass
+class _Episode:
+    """One demo episode: its synthetic env, the reference env beside it, its policy and its steps."""
+
+    number: int
+    task: Task
+    env: DreamEnv
+    reference: gym.Env
+    policy: Policy
+    observation: str = ""
+    info: dict[str, Any] = field(default_factory=dict)
+    reference_state: str = ""
+    reference_done: bool = False
+    steps: list[DemoStep] = field(default_factory=list)
+    over: bool = False
+
+
+@dataclass
+class _Move:
+    """An episode's action this round, before the synthetic env has answered it."""
+
+    episode: _Episode
+    action: str
+    fallback: bool
+    same_page: bool
+    planned: PendingStep | ReadyStep
+
+
 def _play(
-    env: DreamEnv,
-    reference: gym.Env,
+    episodes: list[_Episode],
     validator: gym.Env,
-    policy: Policy,
-    tasks: list[Task],
     max_steps: int,
     console: Console,
     progress: bool,
     full: bool,
-) -> list[DemoStep]:
-    records: list[DemoStep] = []
+) -> tuple[list[DemoStep], float]:
+    """Play the episodes together; return their steps and the wall seconds of the model calls.
+
+    Each round takes one step of every episode still running, and the model answers all of them
+    in one batch (as a vector env's step), so a local model decodes them together.
+    """
+    model_s = 0.0
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=not progress, transient=True) as bar:
-        job = bar.add_task("synthetic steps", total=len(tasks) * max_steps)
-        for number, task in enumerate(tasks):
-            bar.console.rule(f"episode {number + 1} of {len(tasks)} · task {task.id}")
-            bar.console.print(Text(task.instruction, style="italic"))
-            reset = getattr(policy, "reset", None)
+        job = bar.add_task("synthetic steps", total=len(episodes) * max_steps)
+        for episode in episodes:
+            bar.console.rule(f"episode {episode.number + 1} of {len(episodes)} · task {episode.task.id}")
+            bar.console.print(Text(episode.task.instruction, style="italic"))
+            reset = getattr(episode.policy, "reset", None)
             if callable(reset):
                 reset()
-            observation, info = env.reset(options={"task": task})
-            ref_state, _ = reference.reset(options={"task": task})
-            episode: list[DemoStep] = []
-            reference_done = False
-            for step in range(1, max_steps + 1):
-                action, fallback = _act(env.domain, policy, observation, info)
-                stop = stop_reason(info, action, episode[-1].action if episode else None)
-                if stop is not None:
-                    bar.console.print(Text(f"{stop}: episode stopped", style="dim"))
-                    break
-                same_page = (env.observation == ref_state and not reference_done) or _restore(
-                    reference, task, env.observation
-                )
-                try:
-                    observation, reward, terminated, truncated, info = env.step(action)
-                except ExperienceModelError as exc:  # typed, after its re-asks: this episode cannot go on
-                    bar.console.print(
-                        Text(f"the model failed this step ({exc}): episode stopped", style="yellow")
-                    )
-                    break
-                if reference_done and not same_page:
-                    ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True
-                else:
-                    ref_state, raw_reward, ref_done, _, _ = reference.step(action)
-                    ref_reward, reference_done = float(raw_reward), bool(ref_done)
-                usage = info.get("usage") or {}
-                episode.append(
-                    DemoStep(
-                        episode=number,
-                        step=step,
-                        action=action,
-                        synthetic_state=observation,
-                        synthetic_reward=float(reward),
-                        synthetic_done=bool(terminated),
-                        reference_state=str(ref_state),
-                        reference_reward=float(ref_reward),
-                        reference_done=bool(ref_done),
-                        same_page=same_page,
-                        model_call=bool(usage) and not usage.get("cached", False),
-                        latency_s=float(usage.get("latency_s", 0.0)),
-                        reasoning=str(info.get("reasoning", "")),
-                        prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                        completion_tokens=int(usage.get("completion_tokens", 0)),
-                        fallback=fallback,
-                        valid=_valid(env, validator, task) if info.get("action_valid", True) else None,
-                    )
-                )
-                bar.console.print(_step_view(episode[-1], full))
+            episode.observation, episode.info = episode.env.reset(options={"task": episode.task})
+            episode.reference_state, _ = episode.reference.reset(options={"task": episode.task})
+        for step in range(1, max_steps + 1):
+            moves = [m for m in (_move(e, bar.console) for e in episodes if not e.over) if m is not None]
+            if not moves:
+                break
+            pending = [m for m in moves if isinstance(m.planned, PendingStep)]
+            bar.console.rule(
+                f"step {step}: {len(moves)} episode(s), {len(pending)} model call(s) in one batch"
+            )
+            started = time.perf_counter()
+            answers = _answer(moves[0].episode.env.experience_model, pending)
+            model_s += time.perf_counter() - started if pending else 0.0
+            for move in moves:
+                record = _finish(move, answers.get(id(move)), step, validator, bar.console)
+                if record is None:
+                    continue
+                bar.console.print(_step_view(record, full))
                 bar.advance(job)
-                if terminated or truncated:
-                    break
-            bar.advance(job, max_steps - len(episode))
-            records.extend(episode)
-    return records
+        for episode in episodes:
+            bar.advance(job, max_steps - len(episode.steps))
+    return [r for episode in episodes for r in episode.steps], model_s
+
+
+def _move(episode: _Episode, console: Console) -> _Move | None:
+    """The episode's next action, planned on its synthetic env; ``None`` when the episode stops here."""
+    action, fallback = _act(episode.env.domain, episode.policy, episode.observation, episode.info)
+    stop = stop_reason(episode.info, action, episode.steps[-1].action if episode.steps else None)
+    if stop is not None:
+        console.print(Text(f"episode {episode.number + 1}: {stop}: episode stopped", style="dim"))
+        episode.over = True
+        return None
+    env = episode.env
+    same_page = (env.observation == episode.reference_state and not episode.reference_done) or _restore(
+        episode.reference, episode.task, env.observation
+    )
+    return _Move(episode, action, fallback, same_page, env.plan_step(action))
+
+
+def _answer(model: ExperienceModel, pending: list[_Move]) -> dict[int, Transition | BaseException]:
+    """The model's answers to the moves' requests, one batch; a failed request fails its move alone."""
+    if not pending:
+        return {}
+
+    async def each() -> list[Transition | BaseException]:
+        calls = [model.predict([cast(PendingStep, m.planned).request]) for m in pending]
+        answers = await asyncio.gather(*calls, return_exceptions=True)
+        return [a[0] if isinstance(a, list) else a for a in answers]
+
+    return {id(m): answer for m, answer in zip(pending, model.run(each()), strict=True)}
+
+
+def _finish(
+    move: _Move, answer: Transition | BaseException | None, step: int, validator: gym.Env, console: Console
+) -> DemoStep | None:
+    """Step the synthetic env with the model's answer and the reference env with the same action."""
+    episode, env = move.episode, move.episode.env
+    try:
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(move.planned, PendingStep):
+            assert answer is not None
+            result = env.finish_step(move.planned, answer)
+        else:
+            result = env.commit_step(move.planned)
+    except ExperienceModelError as exc:  # typed, after its re-asks: this episode cannot go on
+        console.print(
+            Text(
+                f"episode {episode.number + 1}: the model failed this step ({exc}): episode stopped",
+                style="yellow",
+            )
+        )
+        episode.over = True
+        return None
+    episode.observation, reward, terminated, truncated, episode.info = result
+    if episode.reference_done and not move.same_page:
+        ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True
+    else:
+        ref_state, raw_reward, ref_done, _, _ = episode.reference.step(move.action)
+        ref_reward, episode.reference_done = float(raw_reward), bool(ref_done)
+    episode.reference_state = str(ref_state)
+    info = episode.info
+    usage = info.get("usage") or {}
+    record = DemoStep(
+        episode=episode.number,
+        step=step,
+        action=move.action,
+        synthetic_state=episode.observation,
+        synthetic_reward=float(reward),
+        synthetic_done=bool(terminated),
+        reference_state=str(ref_state),
+        reference_reward=float(ref_reward),
+        reference_done=bool(ref_done),
+        same_page=move.same_page,
+        model_call=bool(usage) and not usage.get("cached", False),
+        latency_s=float(usage.get("latency_s", 0.0)),
+        reasoning=str(info.get("reasoning", "")),
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
+        fallback=move.fallback,
+        valid=_valid(env, validator, episode.task) if info.get("action_valid", True) else None,
+    )
+    episode.steps.append(record)
+    episode.over = bool(terminated or truncated)
+    return record
 
 
 def _summarise(
@@ -485,6 +573,7 @@ def _summarise(
     episodes: int,
     wall_s: float,
     load_s: float,
+    model_s: float,
     replay_transitions: int,
 ) -> DemoSummary:
     called = [r for r in records if r.model_call]
@@ -498,8 +587,9 @@ def _summarise(
         episodes=episodes,
         steps=len(records),
         model_calls=len(latencies),
-        seconds_per_step=statistics.fmean(latencies) if latencies else 0.0,
-        median_seconds_per_step=statistics.median(latencies) if latencies else 0.0,
+        seconds_per_step=model_s / len(latencies) if latencies else 0.0,
+        latency_s=statistics.fmean(latencies) if latencies else 0.0,
+        median_latency_s=statistics.median(latencies) if latencies else 0.0,
         prompt_tokens_per_step=statistics.fmean(r.prompt_tokens for r in called) if called else 0.0,
         completion_tokens_per_step=statistics.fmean(r.completion_tokens for r in called) if called else 0.0,
         wall_s=wall_s,

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import io
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -215,3 +217,35 @@ def test_a_model_that_fails_a_step_stops_that_episode_not_the_demo():
     summary, text, _ = demo(failing, episodes=2, max_steps=3)
     assert summary.episodes == 2 and summary.steps == 0
     assert text.count("the model failed this step") == 2
+
+
+class Overlapping(ScriptedExperienceModel):
+    """A scripted model that counts the calls in flight at once (a test double)."""
+
+    in_flight = peak = 0
+
+    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await asyncio.sleep(0.05)  # every call of the batch starts before any ends
+            return await super().predict(requests)
+        finally:
+            self.in_flight -= 1
+
+
+def test_episodes_are_played_together_one_batch_of_model_calls_a_step():
+    out = io.StringIO()
+    model = Overlapping(RealShop())
+    try:
+        summary = run_demo(
+            experience_model=model, console=Console(file=out, width=140), progress=False,
+            episodes=3, max_steps=2, state_mode="text",
+        )
+    finally:
+        model.close()
+    text = out.getvalue()
+    assert model.peak == 3 and summary.model_calls == 6
+    assert "step 1: 3 episode(s), 3 model call(s) in one batch" in text
+    assert [(r.episode, r.step) for r in summary.records] == [(e, s) for e in range(3) for s in (1, 2)]
+    assert "seconds per step (episodes played together)" in text

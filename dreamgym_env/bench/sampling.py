@@ -58,7 +58,8 @@ GROUNDING_EPISODES = 40
 GROUNDING_K = 4
 """Demonstrations per grounded request."""
 TEXT_DEMO_CHARS = 160
-"""Text mode: demonstration states are compacted to this many characters (structured: kept whole)."""
+"""Text mode: demonstration pages are compacted to this many characters (structured states: field
+by field, see :func:`~dreamgym_env.replay.grounding.compact_structured_demonstration`)."""
 
 
 @dataclass(frozen=True)
@@ -189,13 +190,12 @@ def replay_grounder(
     episodes: int = GROUNDING_EPISODES,
 ) -> ReplayGrounder:
     """The grounder of a measurement: ``k`` demonstrations from :func:`grounding_buffer`, no write-back."""
-    chars = None if mode == "structured" else TEXT_DEMO_CHARS
     return ReplayGrounder(
         grounding_buffer(domain, episodes, mode, seed),
         k=k,
         write_back=False,
-        state_chars=chars,
-        next_state_chars=chars,
+        state_chars=TEXT_DEMO_CHARS,
+        next_state_chars=TEXT_DEMO_CHARS,
     )
 
 

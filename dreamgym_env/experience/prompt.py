@@ -230,6 +230,12 @@ def _history_state(state: str, request: ExperienceRequest) -> str:
     return clip(state, HISTORY_STATE_CHARS)
 
 
+DEMONSTRATIONS_HEADER = (
+    "# Real transitions of this environment (reward 0 and not done unless shown; "
+    "a next state may leave out what the action did not change)"
+)
+
+
 def _demonstrations(request: ExperienceRequest) -> str:
     """The demonstrations; a state shown before is named, not repeated."""
     shown: dict[str, str] = {}
@@ -251,7 +257,7 @@ def _demonstrations(request: ExperienceRequest) -> str:
             f"## Example {i}\nState: {state}\nAction: {quote_action(demo.action)}\n"
             f"Next state: {next_state}{outcome}"
         )
-    return "# Real transitions of this environment (reward 0 and not done unless shown)\n" + "\n".join(demos)
+    return DEMONSTRATIONS_HEADER + "\n" + "\n".join(demos)
 
 
 def user_prompt(request: ExperienceRequest) -> str:

@@ -8,6 +8,7 @@ similar to the request's ``(state, action)``, compacted to bound the prompt) and
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable, Collection, Sequence
@@ -23,6 +24,9 @@ DEMO_STATE_CHARS = 160
 DEMO_NEXT_STATE_CHARS = 160
 """A demonstration's next state is compacted to about this many characters (about 45 tokens); a
 next state on the same page shows only the lines the action changed."""
+STRUCTURED_DEMO_CHARS = 600
+"""A structured (JSON) demonstration state is clipped to this many characters once its fields are
+compacted (the prompt's own clip of a demonstration state)."""
 
 _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 
@@ -95,6 +99,43 @@ def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_c
     )
 
 
+def _json_object(text: str) -> dict[str, object] | None:
+    """``text`` as a JSON object (a structured state), else ``None``."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _clip_json(fields: dict[str, object], limit: int) -> str:
+    text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 6] + " [...]"
+
+
+def compact_structured_demonstration(demo: Demonstration, *, chars: int) -> Demonstration | None:
+    """A demonstration of structured states compacted field by field; ``None`` if its states are not JSON objects.
+
+    As :func:`compact_demonstration` does for pages: fields holding the demonstration's own task
+    instruction are left out (it belongs to another task), and the next state shows only the
+    fields whose value the action changed. Each state is then clipped to ``chars`` characters.
+    """
+    state, next_state = _json_object(demo.state), _json_object(demo.next_state)
+    if state is None or next_state is None:
+        return None
+    instruction = demo.task_instruction.strip()
+
+    def own(fields: dict[str, object]) -> dict[str, object]:
+        return {k: v for k, v in fields.items() if not (instruction and v == instruction)}
+
+    changed = {k: v for k, v in own(next_state).items() if k not in state or state[k] != v}
+    return demo.model_copy(
+        update={"state": _clip_json(own(state), chars), "next_state": _clip_json(changed, chars)}
+    )
+
+
 class ReplayGrounder:
     """Retrieval for experience requests and write-back of finished steps, for any synthetic env.
 
@@ -104,7 +145,10 @@ class ReplayGrounder:
         sources: the sources retrieved (default ``("offline", "real")``; ``None``: all).
         write_back: write each finished step to the buffer.
         record_invalid: also write back invalid-action steps (their feedback is programmatic).
-        state_chars, next_state_chars: compaction of demonstration states; ``None``: keep whole.
+        state_chars, next_state_chars: compaction of demonstration pages (text states);
+            structured (JSON) states are compacted field by field to
+            :data:`STRUCTURED_DEMO_CHARS` (:func:`compact_structured_demonstration`). ``None``:
+            keep every state whole.
     """
 
     def __init__(
@@ -171,6 +215,9 @@ class ReplayGrounder:
     def _compact(self, demo: Demonstration) -> Demonstration:
         if self.state_chars is None or self.next_state_chars is None:
             return demo
+        structured = compact_structured_demonstration(demo, chars=STRUCTURED_DEMO_CHARS)
+        if structured is not None:
+            return structured
         return compact_demonstration(
             demo, state_chars=self.state_chars, next_state_chars=self.next_state_chars
         )

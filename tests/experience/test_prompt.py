@@ -9,6 +9,7 @@ from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.experience.prompt import (
     DEMO_STATE_CHARS,
+    DEMONSTRATIONS_HEADER,
     HISTORY_STATE_CHARS,
     TRANSITION_SCHEMA,
     clip,
@@ -88,7 +89,7 @@ def test_user_prompt_holds_state_history_and_demonstrations(webshop_task):
     assert 'Action: "click[\\"x\\"]"' in user and "End: reward 1, done true" in user
     sections = re.findall(r"^# .*$", user, flags=re.MULTILINE)
     assert sections == [
-        "# Real transitions of this environment (reward 0 and not done unless shown)",
+        DEMONSTRATIONS_HEADER,
         "# Interaction history (oldest first)",
         "# Current state",
         "# Agent action",

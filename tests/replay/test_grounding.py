@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import HashedEmbedder
-from dreamgym_env.replay.grounding import ReplayGrounder, compact_demonstration, compact_text
+from dreamgym_env.replay.grounding import (
+    ReplayGrounder,
+    compact_demonstration,
+    compact_structured_demonstration,
+    compact_text,
+)
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step
 
 INSTRUCTION = "i need a slim fit men's shirt in charcoal, price lower than 50.00 dollars"
@@ -52,6 +59,38 @@ def test_compact_demonstration_drops_its_instruction_and_keeps_the_clicked_item(
     small = compact_demonstration(demo, state_chars=160, next_state_chars=240)
     assert "[B000000009]" in small.state and INSTRUCTION not in small.state + small.next_state
     assert len(small.state) < len(demo.state) and small.action == demo.action
+
+
+def test_structured_demonstration_shows_what_changed_without_its_instruction():
+    state = {"kind": "results", "instruction": INSTRUCTION, "query": "shirt", "page": 1, "item": None}
+    after = {**state, "kind": "item", "item": {"id": "B000000009", "title": "a shirt"}}
+    demo = Demonstration(
+        state=json.dumps(state), action="click[B000000009]", next_state=json.dumps(after),
+        task_instruction=INSTRUCTION,
+    )
+    small = compact_structured_demonstration(demo, chars=600)
+    assert small is not None
+    assert json.loads(small.state) == {"kind": "results", "query": "shirt", "page": 1, "item": None}
+    assert json.loads(small.next_state) == {"kind": "item", "item": {"id": "B000000009", "title": "a shirt"}}
+    long = demo.model_copy(update={"state": json.dumps({**state, "query": "q" * 900})})
+    clipped = compact_structured_demonstration(long, chars=600)
+    assert clipped is not None and len(clipped.state) == 600 and clipped.state.endswith(" [...]")
+    assert compact_structured_demonstration(Demonstration(state=RESULTS, action="x", next_state="{}"), chars=600) is None
+    assert compact_structured_demonstration(Demonstration(state="[1]", action="x", next_state="[2]"), chars=600) is None
+
+
+def test_grounder_compacts_structured_states_field_by_field(webshop_task):
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
+    task = webshop_task.model_copy(update={"instruction": INSTRUCTION})
+    state = json.dumps({"kind": "search", "instruction": INSTRUCTION, "query": ""})
+    after = json.dumps({"kind": "results", "instruction": INSTRUCTION, "query": "shirt"})
+    buffer.add_steps(task, [Step(state=state, action="search[shirt]", next_state=after)], source="offline")
+    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=state, action="search[shirt]")
+    (demo,) = ReplayGrounder(buffer, k=1).demonstrations(request)
+    assert json.loads(demo.state) == {"kind": "search", "query": ""}
+    assert json.loads(demo.next_state) == {"kind": "results", "query": "shirt"}
+    (whole,) = ReplayGrounder(buffer, k=1, state_chars=None, next_state_chars=None).demonstrations(request)
+    assert whole.state == state and whole.next_state == after
 
 
 def test_grounder_answers_k_compacted_demonstrations(webshop_task):
