@@ -27,6 +27,9 @@ next state on the same page shows only the lines the action changed."""
 STRUCTURED_DEMO_CHARS = 600
 """A structured (JSON) demonstration state is clipped to this many characters once its fields are
 compacted (the prompt's own clip of a demonstration state)."""
+DEMO_LIST_ROWS = 2
+"""A list of records (result rows, page elements) in a structured demonstration keeps this many,
+then says how many more there were: the rows show the format, and a model copies shown rows."""
 
 _BRACKETED = re.compile(r"\[([^\[\]]+)\]")
 
@@ -110,8 +113,20 @@ def _json_object(text: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
+def _fewer_rows(value: object) -> object:
+    """``value`` with every list of records cut to :data:`DEMO_LIST_ROWS` and a count of the rest."""
+    if isinstance(value, dict):
+        return {k: _fewer_rows(v) for k, v in value.items()}
+    if isinstance(value, list):
+        rows = [_fewer_rows(v) for v in value]
+        if len(rows) > DEMO_LIST_ROWS and all(isinstance(v, dict) for v in value):
+            return [*rows[:DEMO_LIST_ROWS], f"[... {len(rows) - DEMO_LIST_ROWS} more]"]
+        return rows
+    return value
+
+
 def _clip_json(fields: dict[str, object], limit: int) -> str:
-    text = json.dumps(fields, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(_fewer_rows(fields), ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[: limit - 6] + " [...]"
 
 
@@ -120,7 +135,8 @@ def compact_structured_demonstration(demo: Demonstration, *, chars: int) -> Demo
 
     As :func:`compact_demonstration` does for pages: fields holding the demonstration's own task
     instruction are left out (it belongs to another task), and the next state shows only the
-    fields whose value the action changed. Each state is then clipped to ``chars`` characters.
+    fields whose value the action changed. Lists of records keep their first rows (see
+    :data:`DEMO_LIST_ROWS`), and each state is clipped to ``chars`` characters.
     """
     state, next_state = _json_object(demo.state), _json_object(demo.next_state)
     if state is None or next_state is None:

@@ -75,6 +75,10 @@ def test_structured_demonstration_shows_what_changed_without_its_instruction():
     long = demo.model_copy(update={"state": json.dumps({**state, "query": "q" * 900})})
     clipped = compact_structured_demonstration(long, chars=600)
     assert clipped is not None and len(clipped.state) == 600 and clipped.state.endswith(" [...]")
+    rows = [{"id": f"B{i}", "price": i} for i in range(5)]
+    search = demo.model_copy(update={"next_state": json.dumps({**state, "kind": "results", "results": rows})})
+    shown = compact_structured_demonstration(search, chars=600)
+    assert shown is not None and json.loads(shown.next_state)["results"] == [*rows[:2], "[... 3 more]"]
     assert compact_structured_demonstration(Demonstration(state=RESULTS, action="x", next_state="{}"), chars=600) is None
     assert compact_structured_demonstration(Demonstration(state="[1]", action="x", next_state="[2]"), chars=600) is None
 
