@@ -241,16 +241,68 @@ def cached_tokens(result: ChatResult) -> int:
 
 
 def grammar_schema(schema: Any) -> Any:
-    """``schema`` without its conditional rules (``allOf``/``if``/``then``/``else``), for the grammar.
+    """``schema`` as llama.cpp's decoding grammar can follow it.
 
-    llama.cpp builds its decoding grammar from types, properties and limits; conditional rules
-    are kept out of it. The answer is still checked against the whole schema, and re-asked.
+    llama.cpp builds its grammar from types, properties and limits and ignores conditional rules
+    (``allOf``/``if``/``then``/``else``). A single rule on one enumerated property ("if kind is
+    one of E then item is required") becomes two alternatives (``anyOf``), one with the property
+    in E and the rule's requirements, one with the property's other values, so the decoder
+    cannot write an answer the rule forbids; other rules are left out of the grammar. The answer
+    is still checked against the whole schema, and re-asked.
     """
     if isinstance(schema, dict):
+        variants = _rule_variants(schema)
+        if variants is not None:
+            split: dict[str, Any] = {"anyOf": [grammar_schema(v) for v in variants]}
+            if "$defs" in schema:
+                split["$defs"] = grammar_schema(schema["$defs"])
+            return split
         return {k: grammar_schema(v) for k, v in schema.items() if k not in ("allOf", "if", "then", "else")}
     if isinstance(schema, list):
         return [grammar_schema(v) for v in schema]
     return schema
+
+
+def _rule_variants(schema: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The two alternatives of a schema whose one rule tests one enumerated property, else ``None``."""
+    rules = schema.get("allOf")
+    if not isinstance(rules, list) or len(rules) != 1 or not isinstance(rules[0], dict):
+        return None
+    condition, then = rules[0].get("if"), rules[0].get("then")
+    if not isinstance(condition, dict) or not isinstance(then, dict) or "else" in rules[0]:
+        return None
+    tested = condition.get("properties") or {}
+    properties = schema.get("properties") or {}
+    if len(tested) != 1:
+        return None
+    ((name, test),) = tested.items()
+    chosen = test.get("enum") or ([test["const"]] if "const" in test else [])
+    spec = properties.get(name)
+    if not chosen or not isinstance(spec, dict) or not isinstance(spec.get("enum"), list):
+        return None
+    base = {k: v for k, v in schema.items() if k not in ("allOf", "$defs")}
+    inside = [v for v in spec["enum"] if v in chosen]
+    outside = [v for v in spec["enum"] if v not in chosen]
+    bound = {**properties, name: {**spec, "enum": inside}}
+    for field_name in then.get("properties") or {}:
+        if field_name in bound:  # e.g. "item": {"type": "object"}: not its null alternative
+            bound[field_name] = _without_null(bound[field_name])
+    required = list(dict.fromkeys([*base.get("required", []), *then.get("required", []), name]))
+    variants = [
+        {**base, "properties": bound, "required": required},
+        {**base, "properties": {**properties, name: {**spec, "enum": outside}}},
+    ]
+    return [v for v in variants if v["properties"][name]["enum"]]
+
+
+def _without_null(spec: Any) -> Any:
+    """``spec`` without a ``{"type": "null"}`` alternative (a required object is not null)."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("anyOf"), list):
+        return spec
+    options = [o for o in spec["anyOf"] if o != {"type": "null"}]
+    if len(options) == 1:
+        return {**{k: v for k, v in spec.items() if k not in ("anyOf", "default")}, **options[0]}
+    return {**spec, "anyOf": options}
 
 
 class _Stopped(Exception):

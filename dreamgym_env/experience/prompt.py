@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dreamgym_env.types import DomainPrompt, ExperienceRequest
@@ -104,12 +104,34 @@ def transition_schema(state_schema: dict[str, Any] | None = None) -> dict[str, A
     return schema
 
 
-def without_fields(state_schema: dict[str, Any], fields: Iterable[str]) -> dict[str, Any]:
-    """``state_schema`` without the top-level ``fields``: not in its properties, nor required by any rule."""
+def without_fields(
+    state_schema: dict[str, Any], fields: Iterable[str], values: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``state_schema`` without the top-level ``fields``: not in its properties, nor required by any rule.
+
+    ``values``: the carried fields' values. A rule (``if``/``then``/``else`` in ``allOf``) whose
+    condition tests only carried fields is decided with them: it becomes its ``then`` (or
+    ``else``) branch, so a rule on a carried page kind still binds the fields the model writes.
+    """
     left_out = frozenset(fields)
+    known = dict(values or {})
+
+    def decided(rule: Any) -> Any:
+        condition = rule.get("if") if isinstance(rule, dict) else None
+        if not isinstance(condition, dict):
+            return rule
+        tested = set(condition.get("properties", {})) | set(condition.get("required", []))
+        if not tested or not tested <= left_out or not tested <= set(known):
+            return rule
+        from jsonschema import Draft202012Validator
+
+        branch = "then" if Draft202012Validator(condition).is_valid(known) else "else"
+        return rule.get(branch, {})
 
     def strip(spec: dict[str, Any]) -> dict[str, Any]:
         spec = dict(spec)
+        if isinstance(spec.get("allOf"), list):
+            spec["allOf"] = [decided(rule) for rule in spec["allOf"]]
         if "properties" in spec:
             spec["properties"] = {k: v for k, v in spec["properties"].items() if k not in left_out}
         if "required" in spec:
@@ -129,7 +151,7 @@ def answer_state_schema(request: ExperienceRequest) -> dict[str, Any] | None:
     """The schema of the next state the model writes: the state schema less the carried fields."""
     if request.state_schema is None or not request.carried_fields:
         return request.state_schema
-    return without_fields(request.state_schema, request.carried_fields)
+    return without_fields(request.state_schema, request.carried_fields, carried_values(request))
 
 
 def carried_values(request: ExperienceRequest) -> dict[str, Any]:

@@ -455,3 +455,20 @@ def test_conditional_rules_stay_out_of_the_grammar_but_not_out_of_the_check():
     }
     assert grammar_schema(schema) == {"type": "object", "properties": schema["properties"]}
     assert "allOf" in schema  # the original, which the answer is checked against, is left as it was
+
+
+def test_a_rule_on_an_enumerated_field_becomes_alternatives_the_grammar_follows():
+    from jsonschema import Draft202012Validator
+
+    from dreamgym_env.experience.local import grammar_schema
+
+    schema = get_domain("webshop").state_json_schema
+    assert schema is not None
+    grammar = Draft202012Validator(grammar_schema(schema))
+    item = {"id": "B0", "title": "t", "price": 1.0, "rating": 4.0, "brand": "b", "category": "c", "type": "t"}
+    item.update(attrs=[], options=[])
+    assert not grammar.is_valid({"kind": "item", "instruction": "i"})  # an item page names its item
+    assert not grammar.is_valid({"kind": "item", "instruction": "i", "item": None})
+    assert grammar.is_valid({"kind": "item", "instruction": "i", "item": item})
+    assert grammar.is_valid({"kind": "results", "instruction": "i", "results": []})
+    assert "allOf" not in json.dumps(grammar_schema(schema))

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
 from dreamgym_env.agents import make_policy
@@ -57,7 +58,8 @@ def test_carried_fields_never_change_on_the_reference_env(name):
         assert {
             ("instruction",),
             ("instruction", "query", "page"),
-            ("instruction", "query", "page", "item"),
+            ("kind", "instruction", "query", "page", "item"),
+            ("kind", "instruction", "query", "total"),
             ("instruction", "item", "selected"),
         } <= carried_sets
 
@@ -77,6 +79,16 @@ def test_the_answer_schema_leaves_the_carried_fields_out_of_properties_and_rules
     assert "instruction" not in reduced["properties"] and "item" not in reduced["properties"]
     assert "instruction" not in reduced["required"] and reduced["allOf"][0]["then"]["required"] == []
     assert "instruction" in schema["properties"] and schema["allOf"][0]["then"]["required"] == ["item"]
+
+
+def test_a_rule_on_a_carried_field_is_decided_by_its_value():
+    schema = get_domain("webshop").state_json_schema
+    assert schema is not None
+    turn = without_fields(schema, ["kind", "instruction"], {"kind": "results", "instruction": "x"})
+    on_item = without_fields(schema, ["kind", "instruction"], {"kind": "item", "instruction": "x"})
+    assert Draft202012Validator(turn).is_valid({"page": 2, "results": []})  # results need no item
+    assert not Draft202012Validator(on_item).is_valid({"selected": []})  # an item page does
+    assert "kind" not in turn["properties"] and "kind" not in on_item["properties"]
 
 
 def test_the_parser_completes_the_state_and_overrules_a_carried_field_written_anyway():
@@ -138,4 +150,4 @@ def test_sft_targets_leave_the_carried_fields_out_and_rows_keep_them():
         row["completion"][0]["content"], None, answer_state_schema(again), carried_values(again)
     )
     assert json.loads(parsed.next_state) == json.loads(truth.next_state)
-    assert "Leave instruction, query, page, item out" in user_prompt(request)
+    assert "Leave kind, instruction, query, page, item out" in user_prompt(request)

@@ -195,9 +195,10 @@ class WebShopDomain(Domain):
         """What the shop's navigation keeps (see :mod:`~dreamgym_env.envs.webshop.navigation`).
 
         Always the instruction; an item id keeps the results' query and page; [Next >] and
-        [< Prev] on results keep the query and the count; on an item, an option keeps the
-        item, [Description]/[Features]/[Reviews] keep the selection too, [Buy Now] keeps the
-        item and the selection; a sub-page's [< Prev] keeps all but its text.
+        [< Prev] on results keep the page kind, the query and the count; on an item, an option
+        keeps the page kind and the item, [Description]/[Features]/[Reviews] keep the item and
+        the selection, [Buy Now] keeps the item and the selection; a sub-page's [< Prev] keeps
+        all but its kind and text.
         """
         kind = _as_state(state).kind
         label = action.argument.lower() if action.verb == "click" else ""
@@ -205,7 +206,7 @@ class WebShopDomain(Domain):
             return ("instruction",)
         if kind == "results":
             turn = label in (PREV_LABEL.lower(), NEXT_LABEL.lower())
-            return ("instruction", "query", "total") if turn else ("instruction", "query", "page")
+            return ("kind", "instruction", "query", "total") if turn else ("instruction", "query", "page")
         if kind != "item":  # a sub-page: [< Prev] to the item
             return ("instruction", "query", "page", "item", "selected")
         if label == PREV_LABEL.lower():
@@ -214,7 +215,7 @@ class WebShopDomain(Domain):
             return ("instruction", "item", "selected")
         if label in _SUB_PAGES:
             return ("instruction", "query", "page", "item", "selected")
-        return ("instruction", "query", "page", "item")  # an option value
+        return ("kind", "instruction", "query", "page", "item")  # an option value
 
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
         """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.
