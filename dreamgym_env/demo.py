@@ -1,11 +1,12 @@
 """``dreamgym demo``: synthetic episodes side by side with the reference env, then a summary.
 
-A scripted policy (the domain's expert) plays a few episodes of the synthetic env. Every action
+A scripted policy (the domain's expert) plays a few episodes of the synthetic env, together: a
+step of every running episode is one batch of model calls, as a vector env's step. Every action
 is also given to the domain's reference env, from the same state where the reference env can
 continue from the synthetic one (a restorable env can, when the model wrote a real state),
 otherwise from the reference env's own state. Each step shows the model's next state and reward
 above the real ones; the summary leads with the share of valid synthetic states and the
-agreement with the reference env, then the cost (seconds and tokens per step).
+agreement with the reference env, then the cost (wall seconds and tokens per step).
 
 Structured mode (the default for domains with a state schema): the model answers the domain's
 abstract state, constrained to its JSON schema, and the env renders it; a valid state is one
@@ -374,8 +375,8 @@ def _load(model: ExperienceModel, console: Console) -> float:
         load()
     seconds = time.perf_counter() - started
     console.print(
-        f"loaded in {seconds:.1f} s; each step is one model call, about 20-50 s on a 2-core CPU "
-        "(an endpoint on a GPU answers in about a second)"
+        f"loaded in {seconds:.1f} s; a step of the episodes is one batch of model calls, about 20 s a "
+        "step on a 2-core CPU, the first 60-75 s (an endpoint on a GPU answers in about a second)"
     )
     return seconds
 

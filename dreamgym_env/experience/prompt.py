@@ -252,9 +252,10 @@ def _history_state(state: str, request: ExperienceRequest) -> str:
     return clip(state, HISTORY_STATE_CHARS)
 
 
-DEMONSTRATIONS_HEADER = (
+DEMONSTRATIONS_HEADER = "# Real transitions of this environment (reward 0 and not done unless shown)"
+STRUCTURED_DEMONSTRATIONS_HEADER = (
     "# Real transitions of this environment (reward 0 and not done unless shown; "
-    "a next state may leave out what the action did not change)"
+    "an example shows only the fields the action changed, before and after)"
 )
 
 
@@ -279,7 +280,8 @@ def _demonstrations(request: ExperienceRequest) -> str:
             f"## Example {i}\nState: {state}\nAction: {quote_action(demo.action)}\n"
             f"Next state: {next_state}{outcome}"
         )
-    return DEMONSTRATIONS_HEADER + "\n" + "\n".join(demos)
+    header = DEMONSTRATIONS_HEADER if request.state_schema is None else STRUCTURED_DEMONSTRATIONS_HEADER
+    return header + "\n" + "\n".join(demos)
 
 
 def user_prompt(request: ExperienceRequest) -> str:

@@ -113,30 +113,41 @@ def _json_object(text: str) -> dict[str, object] | None:
     return value if isinstance(value, dict) else None
 
 
-def _fewer_rows(value: object) -> object:
-    """``value`` with every list of records cut to :data:`DEMO_LIST_ROWS` and a count of the rest."""
+def _fewer_rows(value: object, wanted: Collection[str] = ()) -> object:
+    """``value`` with every list of records cut to :data:`DEMO_LIST_ROWS` and a count of the rest.
+
+    Records holding one of ``wanted`` (the action's bracketed arguments: the row or element it
+    clicks) are kept besides.
+    """
     if isinstance(value, dict):
-        return {k: _fewer_rows(v) for k, v in value.items()}
-    if isinstance(value, list):
-        rows = [_fewer_rows(v) for v in value]
-        if len(rows) > DEMO_LIST_ROWS and all(isinstance(v, dict) for v in value):
-            return [*rows[:DEMO_LIST_ROWS], f"[... {len(rows) - DEMO_LIST_ROWS} more]"]
-        return rows
-    return value
+        return {k: _fewer_rows(v, wanted) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    if len(value) <= DEMO_LIST_ROWS or not all(isinstance(v, dict) for v in value):
+        return [_fewer_rows(v, wanted) for v in value]
+    named = {
+        i
+        for i, row in enumerate(value)
+        if any(str(v) in wanted for k, v in row.items() if k == "id" or isinstance(v, str))
+    }
+    shown = sorted(named | set(range(DEMO_LIST_ROWS)))
+    rows = [_fewer_rows(value[i], wanted) for i in shown]
+    return [*rows, f"[... {len(value) - len(shown)} more]"]
 
 
-def _clip_json(fields: dict[str, object], limit: int) -> str:
-    text = json.dumps(_fewer_rows(fields), ensure_ascii=False, separators=(",", ":"))
+def _clip_json(fields: dict[str, object], limit: int, wanted: Collection[str]) -> str:
+    text = json.dumps(_fewer_rows(fields, wanted), ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[: limit - 6] + " [...]"
 
 
 def compact_structured_demonstration(demo: Demonstration, *, chars: int) -> Demonstration | None:
     """A demonstration of structured states compacted field by field; ``None`` if its states are not JSON objects.
 
-    As :func:`compact_demonstration` does for pages: fields holding the demonstration's own task
-    instruction are left out (it belongs to another task), and the next state shows only the
-    fields whose value the action changed. Lists of records keep their first rows (see
-    :data:`DEMO_LIST_ROWS`), and each state is clipped to ``chars`` characters.
+    Fields holding the demonstration's own task instruction are left out (it belongs to another
+    task), and both states show only the fields whose value the action changed: what the model
+    is asked to write, before and after. Lists of records keep their first rows (see
+    :data:`DEMO_LIST_ROWS`) and the rows the action names (``click[B0...]``'s result row,
+    ``click [12]``'s element), and each state is clipped to ``chars`` characters.
     """
     state, next_state = _json_object(demo.state), _json_object(demo.next_state)
     if state is None or next_state is None:
@@ -147,8 +158,13 @@ def compact_structured_demonstration(demo: Demonstration, *, chars: int) -> Demo
         return {k: v for k, v in fields.items() if not (instruction and v == instruction)}
 
     changed = {k: v for k, v in own(next_state).items() if k not in state or state[k] != v}
+    before = {k: v for k, v in own(state).items() if k in changed or k not in next_state}
+    wanted = {argument.strip() for argument in _BRACKETED.findall(demo.action)}
     return demo.model_copy(
-        update={"state": _clip_json(own(state), chars), "next_state": _clip_json(changed, chars)}
+        update={
+            "state": _clip_json(before, chars, wanted),
+            "next_state": _clip_json(changed, chars, wanted),
+        }
     )
 
 

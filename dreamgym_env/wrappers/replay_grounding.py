@@ -143,7 +143,8 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         write_back: write new transitions to the buffer.
         sources: sources retrieved (default offline and real; ``None``: all, synthetic included).
         record_invalid: also write back invalid-action steps.
-        state_chars, next_state_chars: demonstration compaction (``None``: whole states).
+        state_chars, next_state_chars: compaction of text demonstration pages; structured (JSON)
+            states are compacted field by field (``None``: every state whole).
     """
 
     def __init__(

@@ -11,6 +11,7 @@ from dreamgym_env.experience.prompt import (
     DEMO_STATE_CHARS,
     DEMONSTRATIONS_HEADER,
     HISTORY_STATE_CHARS,
+    STRUCTURED_DEMONSTRATIONS_HEADER,
     TRANSITION_SCHEMA,
     clip,
     messages,
@@ -94,6 +95,17 @@ def test_user_prompt_holds_state_history_and_demonstrations(webshop_task):
         "# Current state",
         "# Agent action",
     ]
+
+
+def test_structured_examples_say_they_show_only_what_changed(webshop_task):
+    demo = Demonstration(state='{"selected": []}', action="click[red]", next_state='{"selected": ["red"]}')
+    request = ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=webshop_task, state="{}", action="click[red]",
+        state_schema={"type": "object"}, demonstrations=[demo],
+    )
+    assert STRUCTURED_DEMONSTRATIONS_HEADER in user_prompt(request)
+    text = request.model_copy(update={"state_schema": None})
+    assert DEMONSTRATIONS_HEADER in user_prompt(text) and STRUCTURED_DEMONSTRATIONS_HEADER not in user_prompt(text)
 
 
 def test_task_section_only_when_the_state_does_not_show_the_instruction(webshop_task):

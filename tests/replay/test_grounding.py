@@ -61,7 +61,7 @@ def test_compact_demonstration_drops_its_instruction_and_keeps_the_clicked_item(
     assert len(small.state) < len(demo.state) and small.action == demo.action
 
 
-def test_structured_demonstration_shows_what_changed_without_its_instruction():
+def test_structured_demonstration_shows_what_changed_before_and_after_without_its_instruction():
     state = {"kind": "results", "instruction": INSTRUCTION, "query": "shirt", "page": 1, "item": None}
     after = {**state, "kind": "item", "item": {"id": "B000000009", "title": "a shirt"}}
     demo = Demonstration(
@@ -70,24 +70,34 @@ def test_structured_demonstration_shows_what_changed_without_its_instruction():
     )
     small = compact_structured_demonstration(demo, chars=600)
     assert small is not None
-    assert json.loads(small.state) == {"kind": "results", "query": "shirt", "page": 1, "item": None}
+    assert json.loads(small.state) == {"kind": "results", "item": None}
     assert json.loads(small.next_state) == {"kind": "item", "item": {"id": "B000000009", "title": "a shirt"}}
-    long = demo.model_copy(update={"state": json.dumps({**state, "query": "q" * 900})})
+    long = demo.model_copy(update={"state": json.dumps({**state, "item": "q" * 900})})
     clipped = compact_structured_demonstration(long, chars=600)
     assert clipped is not None and len(clipped.state) == 600 and clipped.state.endswith(" [...]")
-    rows = [{"id": f"B{i}", "price": i} for i in range(5)]
-    search = demo.model_copy(update={"next_state": json.dumps({**state, "kind": "results", "results": rows})})
-    shown = compact_structured_demonstration(search, chars=600)
-    assert shown is not None and json.loads(shown.next_state)["results"] == [*rows[:2], "[... 3 more]"]
     assert compact_structured_demonstration(Demonstration(state=RESULTS, action="x", next_state="{}"), chars=600) is None
     assert compact_structured_demonstration(Demonstration(state="[1]", action="x", next_state="[2]"), chars=600) is None
+
+
+def test_structured_demonstration_lists_show_their_first_rows_and_the_one_the_action_names():
+    rows = [{"id": f"B{i}", "price": i} for i in range(5)]
+    results = {"kind": "results", "results": rows, "item": None}
+    search = Demonstration(
+        state=json.dumps({"kind": "search", "results": []}), action="search[x]", next_state=json.dumps(results)
+    )
+    shown = compact_structured_demonstration(search, chars=600)
+    assert shown is not None and json.loads(shown.next_state)["results"] == [*rows[:2], "[... 3 more]"]
+    item = {"kind": "item", "results": [], "item": {"id": "B3"}}
+    click = Demonstration(state=json.dumps(results), action="click[B3]", next_state=json.dumps(item))
+    kept = compact_structured_demonstration(click, chars=600)
+    assert kept is not None and json.loads(kept.state)["results"] == [*rows[:2], rows[3], "[... 2 more]"]
 
 
 def test_grounder_compacts_structured_states_field_by_field(webshop_task):
     buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
     task = webshop_task.model_copy(update={"instruction": INSTRUCTION})
-    state = json.dumps({"kind": "search", "instruction": INSTRUCTION, "query": ""})
-    after = json.dumps({"kind": "results", "instruction": INSTRUCTION, "query": "shirt"})
+    state = json.dumps({"kind": "search", "instruction": INSTRUCTION, "query": "", "page": 1})
+    after = json.dumps({"kind": "results", "instruction": INSTRUCTION, "query": "shirt", "page": 1})
     buffer.add_steps(task, [Step(state=state, action="search[shirt]", next_state=after)], source="offline")
     request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=state, action="search[shirt]")
     (demo,) = ReplayGrounder(buffer, k=1).demonstrations(request)
