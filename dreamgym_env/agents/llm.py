@@ -6,8 +6,14 @@ observation and the admissible actions (where the domain lists them) as the user
 (:func:`agent_messages`). It answers ``<think>...</think>`` then ``<action>...</action>``
 (:func:`parse_agent_output`).
 
+With ``constrained=True`` (the default on the embedded model, which does not keep to the tags)
+the model answers JSON ``{"think": ..., "action": ...}`` instead, its decoder held to
+:func:`answer_schema`: the action is one of the admissible actions, a slot such as ``<query>``
+filled with one line of text (:func:`parse_constrained_output` reads it).
+
 An answer without one usable action (no ``<action>`` tag, an unclosed or empty one, several of
-them, an action over several lines) is an *invalid output*: the decision says so
+them, an action over several lines; in constrained mode, an answer that is not that JSON) is an
+*invalid output*: the decision says so
 (``Decision.output_valid`` False, with the problem) and its action is
 :data:`INVALID_OUTPUT_ACTION`, the empty action, which every domain's parser rejects. The
 step is spent, the env answers its invalid-action feedback and the state does not change:
@@ -24,6 +30,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from dreamgym_env.agents.agent import Agent, Decision, Turn
 from dreamgym_env.curriculum.chat import ChatModel
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.answers import ChatReply
@@ -59,6 +66,17 @@ FORMAT_INSTRUCTIONS: Final = (
     "inside <action>...</action>, on one line, written as the environment expects it. Where "
     "admissible actions are listed, choose one of them; replace a slot such as <query> with your own text."
 )
+
+JSON_FORMAT_INSTRUCTIONS: Final = (
+    'Answer format: a JSON object {"think": "...", "action": "..."}: first think briefly, then give '
+    "exactly one action, written as the environment expects it. Where admissible actions are "
+    "listed, choose one of them; replace a slot such as <query> with your own text."
+)
+THOUGHT_CHARS: Final = 400
+"""A constrained answer's thought is at most this long."""
+SLOT_CHARS: Final = 100
+"""A slot of an admissible action takes 1 to this many characters of one line in a constrained answer."""
+_REGEX_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
 
 _THINK = re.compile(r"<think>(.*?)</think>", re.DOTALL | re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
@@ -114,9 +132,70 @@ def parse_agent_output(text: str | None, finish_reason: str | None = "stop") -> 
     return AgentOutput(None, thought, problem)
 
 
-def agent_messages(domain: Domain, turn: Turn, *, history_len: int = DEFAULT_HISTORY_LEN) -> Messages:
-    """The chat messages of one turn: system (agent prompt and format), user (task, steps, observation, actions)."""
-    system = f"{domain.agent_prompt.strip()}\n\n{FORMAT_INSTRUCTIONS}"
+def answer_schema(turn: Turn) -> dict[str, Any]:
+    """The JSON schema of a constrained answer to ``turn``: a short thought and one admissible action.
+
+    An admissible action with slots (``search[<query>]``) admits any text of one line, 1 to
+    :data:`SLOT_CHARS` characters, in each slot; the others are taken as listed. A turn without
+    admissible actions admits any one-line action.
+    """
+    listed = [str(a) for a in turn.info.get("admissible_actions") or ()]
+    fixed = [a for a in listed if not ACTION_SLOT.search(a)]
+    options: list[dict[str, Any]] = [{"type": "string", "enum": fixed}] if fixed else []
+    options += [{"type": "string", "pattern": _slot_pattern(a)} for a in listed if ACTION_SLOT.search(a)]
+    if not options:
+        options = [{"type": "string", "pattern": r"^[^\n]{1,300}$"}]
+    return {
+        "type": "object",
+        "properties": {
+            "think": {"type": "string", "maxLength": THOUGHT_CHARS},
+            "action": options[0] if len(options) == 1 else {"anyOf": options},
+        },
+        "required": ["think", "action"],
+        "additionalProperties": False,
+    }
+
+
+def _slot_pattern(template: str) -> str:
+    """A regular expression of ``template``'s actions: its fixed text as is, each slot one line of text."""
+    fixed = [_REGEX_SPECIAL.sub(r"\\\1", part) for part in ACTION_SLOT.split(template)]
+    return "^" + f"[^\\n\\[\\]]{{1,{SLOT_CHARS}}}".join(fixed) + "$"
+
+
+def parse_constrained_output(text: str | None, finish_reason: str | None = "stop") -> AgentOutput:
+    """Read a constrained answer, JSON ``{"think", "action"}``; never raises.
+
+    Example:
+        >>> parse_constrained_output('{"think": "Search first.", "action": "search[red shoes]"}')
+        AgentOutput(action='search[red shoes]', thought='Search first.', problem='')
+    """
+    if text is None:
+        return AgentOutput(None, "", "the answer had no choice")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        cut = " (the answer was cut at max_tokens)" if finish_reason == "length" else ""
+        return AgentOutput(None, "", f"the answer is not a JSON object{cut}")
+    if not isinstance(data, dict):
+        return AgentOutput(None, "", "the answer is not a JSON object")
+    thought = str(data.get("think") or "").strip()
+    action = data.get("action")
+    if not isinstance(action, str) or not action.strip():
+        return AgentOutput(None, thought, "the answer has no action")
+    if "\n" in action.strip():
+        return AgentOutput(None, thought, "the action spans several lines")
+    return AgentOutput(action.strip(), thought)
+
+
+def agent_messages(
+    domain: Domain, turn: Turn, *, history_len: int = DEFAULT_HISTORY_LEN, constrained: bool = False
+) -> Messages:
+    """The chat messages of one turn: system (agent prompt and format), user (task, steps, observation, actions).
+
+    ``constrained``: the answer format is the JSON of :func:`answer_schema`, not the tags.
+    """
+    instructions = JSON_FORMAT_INSTRUCTIONS if constrained else FORMAT_INSTRUCTIONS
+    system = f"{domain.agent_prompt.strip()}\n\n{instructions}"
     parts: list[str] = []
     if turn.task is not None and turn.task.instruction:
         parts.append(f"# Task\n{turn.task.instruction}")
@@ -137,7 +216,11 @@ def agent_messages(domain: Domain, turn: Turn, *, history_len: int = DEFAULT_HIS
         if len(actions) > MAX_LISTED_ACTIONS:
             listed.append(f"- ... and {len(actions) - MAX_LISTED_ACTIONS} more")
         parts.append("# Admissible actions\n" + "\n".join(listed))
-    parts.append("Think, then answer with exactly one <action>...</action>.")
+    parts.append(
+        'Think, then answer with the JSON object {"think": ..., "action": ...}.'
+        if constrained
+        else "Think, then answer with exactly one <action>...</action>."
+    )
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -192,16 +275,25 @@ class LLMAgent(Agent):
         client: the chat model (an :class:`AgentChat`: the curriculum's ``EndpointChat``, or
             :class:`LocalChat`); the caller closes it (one client may serve several agents).
         history_len: past steps shown in each prompt.
+        constrained: answer JSON held to :func:`answer_schema` by the model's decoder (the
+            embedded model and endpoints with ``json_schema`` support); default: on for the
+            embedded model (:class:`LocalChat`), off (the tags) otherwise.
     """
 
     def __init__(
-        self, domain: Domain | str, client: AgentChat, *, history_len: int = DEFAULT_HISTORY_LEN
+        self,
+        domain: Domain | str,
+        client: AgentChat,
+        *,
+        history_len: int = DEFAULT_HISTORY_LEN,
+        constrained: bool | None = None,
     ) -> None:
         if history_len < 0:
             raise ConfigurationError(f"history_len must be >= 0, got {history_len}")
         self.domain = get_domain(domain)
         self.client = client
         self.history_len = history_len
+        self.constrained = isinstance(client, LocalChat) if constrained is None else constrained
         self.name = f"llm:{client.model_id}"
 
     def act(self, turns: Sequence[Turn]) -> list[Decision]:
@@ -209,14 +301,19 @@ class LLMAgent(Agent):
         if not turns:
             return []
         calls = [
-            self.client.complete(agent_messages(self.domain, t, history_len=self.history_len)) for t in turns
+            self.client.complete(
+                agent_messages(self.domain, t, history_len=self.history_len, constrained=self.constrained),
+                schema=answer_schema(t) if self.constrained else None,
+            )
+            for t in turns
         ]
         replies = self.client.run(gather_or_cancel(calls))
-        return [_decision(reply) for reply in replies]
+        return [_decision(reply, self.constrained) for reply in replies]
 
 
-def _decision(reply: ChatReply) -> Decision:
-    output = parse_agent_output(reply.text, reply.finish_reason)
+def _decision(reply: ChatReply, constrained: bool) -> Decision:
+    parse = parse_constrained_output if constrained else parse_agent_output
+    output = parse(reply.text, reply.finish_reason)
     return Decision(
         action=output.action if output.action is not None else INVALID_OUTPUT_ACTION,
         thought=output.thought,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from dreamgym_env.agents import (
     ExpertAgent,
@@ -20,9 +21,12 @@ from dreamgym_env.agents import (
 from dreamgym_env.agents.llm import (
     FORMAT_INSTRUCTIONS,
     INVALID_OUTPUT_ACTION,
+    JSON_FORMAT_INSTRUCTIONS,
     MAX_LISTED_ACTIONS,
     LocalChat,
     agent_messages,
+    answer_schema,
+    parse_constrained_output,
 )
 from dreamgym_env.curriculum.chat import EndpointChat
 from dreamgym_env.envs.registry import get_domain, registered_domains
@@ -199,17 +203,21 @@ class FakeRuntime:
         return None
 
 
-def test_agent_on_the_embedded_model_gets_plain_chat_completions(tmp_path: Path, webshop_task):
+def embedded_chat(tmp_path: Path, runtime: FakeRuntime) -> LocalChat:
     gguf = tmp_path / "tiny-agent.gguf"
     gguf.write_bytes(b"GGUF" + bytes(64))
-    runtime = FakeRuntime([completion("<action>search[bed]</action>"), completion("no tags")])
 
     def factory(path: Path, settings: LocalSettings) -> FakeRuntime:
         return runtime
 
-    chat = LocalChat(LocalExperienceModel(gguf, runtime_factory=factory, n_parallel=1))
+    return LocalChat(LocalExperienceModel(gguf, runtime_factory=factory, n_parallel=1))
+
+
+def test_agent_on_the_embedded_model_with_tags_gets_plain_chat_completions(tmp_path: Path, webshop_task):
+    runtime = FakeRuntime([completion("<action>search[bed]</action>"), completion("no tags")])
+    chat = embedded_chat(tmp_path, runtime)
     try:
-        decisions = LLMAgent("webshop", chat).act(_turns(webshop_task, 2))
+        decisions = LLMAgent("webshop", chat, constrained=False).act(_turns(webshop_task, 2))
     finally:
         chat.close()
     assert [d.action for d in decisions] == ["search[bed]", INVALID_OUTPUT_ACTION]
@@ -232,3 +240,52 @@ def test_agent_names_are_checked_and_the_baselines_share_the_interface(webshop_t
         (decision,) = agent.act(_turns(webshop_task, 1))
         assert decision.output_valid and decision.action.startswith("search[")
         assert decision.prompt_tokens == decision.completion_tokens == 0
+
+
+def test_the_constrained_answer_admits_listed_actions_and_filled_slots_only():
+    turn = Turn(0, "page", {"admissible_actions": ["search[<query>]", "click[Buy Now]"]})
+    answer = Draft202012Validator(answer_schema(turn))
+    for action in ("click[Buy Now]", "search[red shoes]", "search[a (b) * c?]"):
+        assert answer.is_valid({"think": "t", "action": action}), action
+    for action in ("search[]", "click[Nope]", "search[a\nb]", "search[red] x", "search[" + "a" * 101 + "]"):
+        assert not answer.is_valid({"think": "t", "action": action}), action
+    assert not answer.is_valid({"action": "click[Buy Now]"})  # the thought comes first
+    free = Draft202012Validator(answer_schema(Turn(0, "page", {})))
+    assert free.is_valid({"think": "", "action": "go to desk 1"}) and not free.is_valid({"think": "", "action": ""})
+
+
+@pytest.mark.parametrize(
+    ("text", "finish", "action", "problem"),
+    [
+        ('{"think": "buy it", "action": " click[Buy Now] "}', "stop", "click[Buy Now]", ""),
+        ('{"think": "buy it", "action": ""}', "stop", None, "the answer has no action"),
+        ('{"think": "buy it"}', "stop", None, "the answer has no action"),
+        ('{"think": "x", "action": "a\\nb"}', "stop", None, "the action spans several lines"),
+        ("<action>look</action>", "stop", None, "the answer is not a JSON object"),
+        ('{"think": "a long', "length", None, "the answer is not a JSON object (the answer was cut at max_tokens)"),
+        ("[1]", "stop", None, "the answer is not a JSON object"),
+        (None, None, None, "the answer had no choice"),
+    ],
+)
+def test_constrained_answers_are_read_or_say_what_is_wrong(text, finish, action, problem):
+    output = parse_constrained_output(text, finish)
+    assert (output.action, output.problem) == (action, problem)
+
+
+def test_agent_on_the_embedded_model_answers_constrained_json_by_default(tmp_path: Path, webshop_task):
+    runtime = FakeRuntime([completion('{"think": "look", "action": "search[bed]"}'), completion("no json")])
+    chat = embedded_chat(tmp_path, runtime)
+    try:
+        agent = LLMAgent("webshop", chat)
+        decisions = agent.act(_turns(webshop_task, 2))
+    finally:
+        chat.close()
+    assert agent.constrained
+    assert [(d.action, d.thought, d.output_valid) for d in decisions] == [
+        ("search[bed]", "look", True),
+        (INVALID_OUTPUT_ACTION, "", False),
+    ]
+    schema = runtime.bodies[0]["response_format"]["schema"]
+    assert schema["properties"]["action"]["pattern"].startswith("^search")
+    assert JSON_FORMAT_INSTRUCTIONS in runtime.bodies[0]["messages"][0]["content"]
+    assert '{"think": ..., "action": ...}' in runtime.bodies[0]["messages"][1]["content"]
