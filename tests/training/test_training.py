@@ -195,7 +195,7 @@ def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(dataset
         assert reasoning == answer["reasoning"]
         assert len(reasoning) <= STRUCTURED_REASONING_CHARS
         assert f"reward {answer['reward']:g}" in reasoning or "partial score" in reasoning
-        assert f"to the {answer['next_state']['kind']} page" in reasoning or "keeps the" in reasoning
+        assert f"to the {whole['kind']} page" in reasoning or "keeps the" in reasoning
 
 
 def test_train_runs_two_steps_and_writes_the_adapter(two_steps, one_example):
