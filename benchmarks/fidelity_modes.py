@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, cast
 
 import dreamgym_env  # noqa: F401  (registers the packs)
-from dreamgym_env.bench.fidelity import FidelityReport, StateMode, measure_fidelity
+from dreamgym_env.agents.rollouts import progress_bar
+from dreamgym_env.bench.fidelity import FidelityReport, StateMode, score_transitions, summarize
 from dreamgym_env.bench.sampling import mode_transitions, replay_grounder, sample_transitions
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
@@ -64,7 +65,11 @@ def main() -> None:
                 )
                 references = mode_transitions(domain, samples, mode, grounder=grounder)
                 started = time.perf_counter()
-                report: FidelityReport = measure_fidelity(model, references, domain=domain, batch_size=4)
+                with progress_bar(len(references), f"{mode}/{grounding}", unit="tr") as bar:
+                    scores = score_transitions(
+                        model, references, domain=domain, batch_size=4, progress=bar.update
+                    )
+                report: FidelityReport = summarize(scores)
                 seconds = time.perf_counter() - started
                 results["runs"][f"{mode}/{grounding}"] = {**report.to_dict(), "wall_s": round(seconds, 1)}
                 print(

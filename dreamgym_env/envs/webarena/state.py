@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 ObservationMode = Literal["axtree", "compact"]
 OBSERVATION_MODES: tuple[ObservationMode, ...] = ("axtree", "compact")
@@ -49,14 +49,25 @@ _COMPACT = re.compile(rf"^\[(\d+)\] (\S+): (.*?)(?: \(((?:{_PROPERTY_NAMES})\b.*
 _COMPACT_SPLIT = re.compile(rf", (?=(?:{_PROPERTY_NAMES})(?::|,|$))")
 
 
+def _without_empty(data: dict[str, object], fields: tuple[str, ...]) -> dict[str, object]:
+    return {k: v for k, v in data.items() if k not in fields or v not in ("", 0, {}, [])}
+
+
 class Element(BaseModel):
     """One element of the page: its id (the number actions name), role, name and properties."""
 
+    # The JSON leaves out an empty name, depth 0 and no properties (the defaults read them back):
+    # they are a fifth of a page's JSON, tokens the experience model would read and write.
+
     id: int
     role: str
-    name: str = ""
-    depth: int = 0
-    properties: dict[str, str | bool] = Field(default_factory=dict)
+    name: str = Field(default="", description="left out when empty")
+    depth: int = Field(default=0, description="left out when 0")
+    properties: dict[str, str | bool] = Field(default_factory=dict, description="left out when none")
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _without_empty(handler(self), ("name", "depth", "properties"))
 
 
 class WebArenaState(BaseModel):
@@ -67,8 +78,12 @@ class WebArenaState(BaseModel):
     tabs: list[str] = Field(default_factory=list)
     active_tab: int = 0
     elements: list[Element] = Field(default_factory=list)
-    message: str = ""
-    """A failure line after an invalid action (``Invalid action: ...``), else empty."""
+    message: str = Field(default="", description="a failure line after an invalid action, left out when none")
+    """A failure line after an invalid action (``Invalid action: ...``), else empty (and left out of the JSON)."""
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _without_empty(handler(self), ("message",))
 
 
 class ElementLike(Protocol):

@@ -40,3 +40,20 @@ def test_failure_line_and_json_round_trip():
     assert render(failed).endswith("\nInvalid action: there is no element [9] on the page")
     assert parse_state(render(failed)).message == failed.message
     assert WebArenaState.model_validate_json(failed.model_dump_json()) == failed
+
+
+def test_json_leaves_out_empty_fields_and_reads_them_back():
+    page = WebArenaState(
+        url="http://shopping.local/",
+        tabs=["One Stop Market"],
+        elements=[Element(id=1, role="RootWebArea", name="One Stop Market"), Element(id=2, role="main", depth=1),
+                  Element(id=3, role="link", name="My Cart (0)", depth=2, properties={"focused": False})],
+    )
+    text = page.model_dump_json()
+    assert '"elements":[{"id":1,"role":"RootWebArea","name":"One Stop Market"},{"id":2,"role":"main","depth":1},' in text
+    assert '"properties":{"focused":false}' in text  # a property that is False is still said
+    assert '"message"' not in text and '"properties":{}' not in text and '"name":""' not in text
+    assert WebArenaState.model_validate_json(text) == page
+    # an answer that writes the empty fields out is the same state, with the same canonical JSON
+    written = text.replace('{"id":2,"role":"main","depth":1}', '{"id":2,"role":"main","name":"","depth":1,"properties":{}}')
+    assert WebArenaState.model_validate_json(written).model_dump_json() == text
