@@ -50,7 +50,7 @@ _COMPACT_SPLIT = re.compile(rf", (?=(?:{_PROPERTY_NAMES})(?::|,|$))")
 
 
 def _without_empty(data: dict[str, object], fields: tuple[str, ...]) -> dict[str, object]:
-    return {k: v for k, v in data.items() if k not in fields or v not in ("", 0, {}, [])}
+    return {k: v for k, v in data.items() if k not in fields or v not in ("", 0, {})}
 
 
 class Element(BaseModel):
