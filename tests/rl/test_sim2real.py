@@ -79,7 +79,7 @@ def test_the_experiment_adapts_to_the_domain():
     # WebArena: pages list their actions, episodes are replayed, the score is paid at the end
     webarena = Sim2RealConfig("webarena")
     assert synthetic_settings(webarena) == SyntheticSettings("text", 30) and webarena.reward == "score"
-    assert choose_max_actions("webarena")[0] == 48  # typed phrases and page values as candidates
+    assert choose_max_actions("webarena")[0] == 40  # typed phrases and page values as candidates
     assert synthetic_settings(Sim2RealConfig("webarena", model="auto")).history_len == 4
     assert Sim2RealConfig("alfworld", reward="score").reward == "score"  # asked for: kept
 

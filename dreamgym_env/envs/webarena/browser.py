@@ -16,9 +16,10 @@ from dreamgym_env.envs.webarena.state import ObservationMode, render_elements
 from dreamgym_env.envs.webarena.world import World
 
 BLANK = "about:blank"
-VIEWPORT = 100
-"""Elements shown at once; ``scroll [down]`` moves the view by :data:`SCROLL_STEP`."""
-SCROLL_STEP = 80
+VIEWPORT = 40
+"""Elements shown at once (a few dozen, as in WebArena's viewport-only accessibility tree);
+``scroll [down]`` moves the view by :data:`SCROLL_STEP`, less than a viewport so none is skipped."""
+SCROLL_STEP = 30
 
 
 @dataclass(slots=True)
@@ -138,9 +139,19 @@ class Browser:
         everything = self.elements()
         return [everything[0], *everything[1 + self.tab.scroll : 1 + self.tab.scroll + VIEWPORT]]
 
+    @property
+    def more_above(self) -> bool:
+        return self.tab.scroll > 0
+
+    @property
+    def more_below(self) -> bool:
+        return self.tab.scroll + VIEWPORT < len(self.elements()) - 1
+
     def render(self, mode: ObservationMode = "axtree") -> str:
         titles = [self.title(tab.url) for tab in self.tabs]
-        return render_elements(self.url, titles, self.active, self.visible(), mode)
+        return render_elements(
+            self.url, titles, self.active, self.visible(), mode, self.more_above, self.more_below
+        )
 
     def _changed(self) -> None:
         self._view = None

@@ -19,7 +19,7 @@ from dreamgym_env.envs.domain import (
 )
 from dreamgym_env.envs.webarena.grammar import parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
-from dreamgym_env.envs.webarena.state import WebArenaState, parse_state, render
+from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -106,6 +106,9 @@ SITE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+SCROLLS = ((MORE_BELOW, "scroll [down]"), (MORE_ABOVE, "scroll [up]"))
+
+
 @lru_cache(maxsize=2048)
 def _ids(state: str) -> dict[int, str]:
     return {e.id: e.role for e in parse_state(state).elements}
@@ -186,14 +189,16 @@ class WebArenaDomain(Domain):
         return WebArenaTaskVariations(self)
 
     def admissible_actions(self, state: str) -> list[str] | None:
-        """Read from the observation text: clicks, typing, ``go_back`` and ``stop [<answer>]``."""
+        """Read from the observation text: clicks, typing, the scrolls it offers, ``go_back`` and ``stop``."""
         actions = []
         for element_id, role in _ids(state).items():
             if role in CLICKABLE:
                 actions.append(f"click [{element_id}]")
             elif role in TYPABLE:
                 actions.append(f"type [{element_id}] [<text>]")
-        return [*actions, "go_back", "stop [<answer>]"]
+        lines = state.split("\n")
+        scrolls = [action for line, action in SCROLLS if line in lines]
+        return [*actions, *scrolls, "go_back", "stop [<answer>]"]
 
     def fill_slots(self, action: str, task: Task | None, observation: str = "") -> list[str]:
         """Typing takes phrases the instruction names; ``stop`` takes values the page shows.

@@ -18,7 +18,7 @@ from dreamgym_env.envs.webarena.state import Element, parse_state
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
-MAX_SCROLLS = 3
+MAX_SCROLLS = 8
 Reader = Callable[[list[Element]], str]
 
 

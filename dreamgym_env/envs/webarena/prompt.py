@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dreamgym_env.envs.domain import DomainPrompt
+from dreamgym_env.envs.webarena.browser import SCROLL_STEP, VIEWPORT
 
 PROMPT = DomainPrompt(
-    rules="""WebArena: web sites (shopping store, shopping admin panel, reddit-like forums, gitlab, map); \
+    rules=f"""WebArena: web sites (shopping store, shopping admin panel, reddit-like forums, gitlab, map); \
 the agent completes a task by acting on the current page's elements by id.
 - click [id]: a link opens its page (new history entry); a button submits its form (state may change, \
 the site shows the resulting page and possibly a message); a combobox opens its options; an option selects it.
 - type [id] [text] [0|1]: replaces the text of a textbox; with 1 (default) Enter follows, which submits \
 search boxes and one-line forms.
 - hover [id]: no effect. press [key_comb]: Enter submits the focused field; PageDown/PageUp scroll.
-- scroll [up|down]: moves the viewport (only visible elements are listed).
+- scroll [up|down]: moves the viewport by {SCROLL_STEP} elements (a page lists at most {VIEWPORT} at once).
 - new_tab, tab_focus [index], close_tab: tabs. goto [url]: open a URL of a site. go_back, go_forward: history.
 - stop [answer]: ends the episode; the answer is judged for information tasks (empty for others).
 Invalid, page unchanged plus an error line: an id not on the page, malformed syntax, an unknown URL, \
@@ -28,6 +29,7 @@ StaticText, list, listitem, banner, navigation, main, alert (a site message afte
 Properties: focused: True, required: True|False, value: '<text>', expanded: True|False, selected: True|False.
 Compact mode: "URL: <url>", "Tabs: [0] <title> (current) | ...", then "[<id>] <role>: <name> (<properties>)" \
 for interactive and text elements only.
+A page longer than the viewport ends with "(more above: scroll [up])" and/or "(more below: scroll [down])".
 After an invalid action the page is repeated with a last line "Invalid action: <reason>".""",
     reward_rubric="""Reward 1 only at the step the task is completed, else 0: for a state-changing task \
 (add to cart, buy, change an order status or a price, subscribe, vote, comment, post, star, create or \

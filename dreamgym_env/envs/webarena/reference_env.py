@@ -11,7 +11,7 @@ import gymnasium as gym
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
-from dreamgym_env.envs.webarena.browser import VIEWPORT, ActionFailed, Browser
+from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, check_state, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
 from dreamgym_env.envs.webarena.html import page_html
@@ -170,6 +170,8 @@ class WebArenaRefEnv(gym.Env[str, str]):
                 Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
                 for e in browser.visible()
             ],
+            more_above=browser.more_above,
+            more_below=browser.more_below,
             message=self._message,
         )
 
@@ -181,12 +183,11 @@ class WebArenaRefEnv(gym.Env[str, str]):
                 actions.append(TYPE_ACTION.format(id=e.id))
             elif e.node.href is not None or e.node.op is not None or e.role in ("combobox", "option"):
                 actions.append(f"click [{e.id}]")
-        tab = self.browser.tab
-        if tab.scroll + VIEWPORT < len(self.browser.elements()) - 1:
+        if self.browser.more_below:
             actions.append("scroll [down]")
-        if tab.scroll > 0:
+        if self.browser.more_above:
             actions.append("scroll [up]")
-        if tab.index > 0:
+        if self.browser.tab.index > 0:
             actions.append("go_back")
         actions.append(STOP_ACTION)
         return actions

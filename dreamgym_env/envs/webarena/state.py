@@ -9,6 +9,10 @@ element a line, indented by depth, ``[id] role 'name'`` followed by properties::
     \t[2] banner ''
     \t\t[3] link 'One Stop Market'
     \t\t[6] textbox 'Search entire store here...' required: False
+    (more below: scroll [down])
+
+The page shows the elements in its viewport; a last line says when ``scroll [up]`` or
+``scroll [down]`` would show more.
 
 ``compact`` is the paper's abstract state: the interactive and content elements only, one a
 line as ``[id] role: name (properties)``, without the layout nodes. :func:`parse_state` reads
@@ -26,6 +30,8 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 ObservationMode = Literal["axtree", "compact"]
 OBSERVATION_MODES: tuple[ObservationMode, ...] = ("axtree", "compact")
 ERROR_PREFIX = "Invalid action: "
+MORE_ABOVE = "(more above: scroll [up])"
+MORE_BELOW = "(more below: scroll [down])"
 COMPACT_ROLES = frozenset(
     {
         "link",
@@ -78,12 +84,14 @@ class WebArenaState(BaseModel):
     tabs: list[str] = Field(default_factory=list)
     active_tab: int = 0
     elements: list[Element] = Field(default_factory=list)
+    more_above: bool = Field(default=False, description="scroll [up] shows more; left out when false")
+    more_below: bool = Field(default=False, description="scroll [down] shows more; left out when false")
     message: str = Field(default="", description="a failure line after an invalid action, left out when none")
     """A failure line after an invalid action (``Invalid action: ...``), else empty (and left out of the JSON)."""
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        return _without_empty(handler(self), ("message",))
+        return _without_empty(handler(self), ("more_above", "more_below", "message"))
 
 
 class ElementLike(Protocol):
@@ -108,8 +116,11 @@ def render_elements(
     active: int,
     elements: Iterable[ElementLike],
     mode: ObservationMode = "axtree",
+    more_above: bool = False,
+    more_below: bool = False,
 ) -> str:
     """The text of a page in ``mode`` (see the module docstring)."""
+    scroll_lines = [line for line, shown in ((MORE_ABOVE, more_above), (MORE_BELOW, more_below)) if shown]
     if mode == "compact":
         lines = [
             f"URL: {url}",
@@ -125,17 +136,19 @@ def render_elements(
                 ]
                 suffix = f" ({', '.join(shown)})" if shown else ""
                 lines.append(f"[{e.id}] {e.role}: {e.name}{suffix}")
-        return "\n".join(lines)
+        return "\n".join([*lines, *scroll_lines])
     lines = [render_tabs(tabs, active), f"URL: {url}"]
     for e in elements:
         props = "".join(f" {k}: {_value(v)}" for k, v in e.properties.items())
         lines.append(f"{chr(9) * e.depth}[{e.id}] {e.role} '{e.name}'{props}")
-    return "\n".join(lines)
+    return "\n".join([*lines, *scroll_lines])
 
 
 def render(state: WebArenaState, mode: ObservationMode = "axtree") -> str:
     """The observation text of ``state`` (with its failure line, if any)."""
-    text = render_elements(state.url, state.tabs, state.active_tab, state.elements, mode)
+    text = render_elements(
+        state.url, state.tabs, state.active_tab, state.elements, mode, state.more_above, state.more_below
+    )
     return f"{text}\n{state.message}" if state.message else text
 
 
@@ -149,8 +162,13 @@ def parse_state(text: str) -> WebArenaState:
     """Read an ``axtree`` or ``compact`` observation back into a state (unreadable lines are skipped)."""
     lines = text.split("\n")
     url, tabs, active, elements, message = "", [], 0, [], ""
+    more_above = more_below = False
     for line in lines:
-        if line.startswith("URL: "):
+        if line == MORE_ABOVE:
+            more_above = True
+        elif line == MORE_BELOW:
+            more_below = True
+        elif line.startswith("URL: "):
             url = line[5:]
         elif line.startswith(ERROR_PREFIX):
             message = line
@@ -184,5 +202,12 @@ def parse_state(text: str) -> WebArenaState:
             elements.append(Element(id=int(m.group(1)), role=m.group(2), name=m.group(3), properties=props))
     title = next((e.name for e in elements if e.role == "RootWebArea"), tabs[active] if tabs else "")
     return WebArenaState(
-        url=url, title=title, tabs=tabs, active_tab=active, elements=elements, message=message
+        url=url,
+        title=title,
+        tabs=tabs,
+        active_tab=active,
+        elements=elements,
+        more_above=more_above,
+        more_below=more_below,
+        message=message,
     )

@@ -8,8 +8,10 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dreamgym_env.envs.webarena.browser import VIEWPORT
+from dreamgym_env.envs.webarena.domain import WebArenaDomain
 from dreamgym_env.envs.webarena.reference_env import MAX_EPISODE_STEPS, WebArenaRefEnv
-from dreamgym_env.envs.webarena.state import WebArenaState, render
+from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, render
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
 
@@ -84,7 +86,9 @@ def _solve_reddit(env, slots, element_id):
 
 
 def _solve_gitlab(env, slots, element_id):
-    obs, *_ = env.step(f"click [{element_id(env.state, 'link', slots['project'])}]")
+    # The project list is longer than the viewport: filter it first, as a user would.
+    obs, *_ = env.step(f"type [{element_id(env.state, 'textbox', 'Filter by name')}] [{slots['project']}] [1]")
+    obs, *_ = env.step(f"click [{element_id(obs, 'link', slots['project'])}]")
     obs, *_ = env.step(f"click [{element_id(obs, 'link', 'Issues')}]")
     obs, *_ = env.step(f"click [{element_id(obs, 'link', 'New issue')}]")
     obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'Title')}] [{slots['title']}] [0]")
@@ -204,6 +208,20 @@ def test_tabs_history_and_scrolling(env, task_of):
     obs, *_ = env.step("scroll [down]")
     assert obs != top and "[1] RootWebArea" in obs
     assert env.step("scroll [up]")[0] == top
+
+
+def test_a_page_longer_than_the_viewport_says_so_and_scrolls(env, task_of):
+    obs, info = env.reset(options={"task": task_of("gitlab.stars")})  # the code host's 101 projects
+    elements = env.abstract_state.elements
+    assert len(elements) == VIEWPORT + 1 and obs.endswith(MORE_BELOW) and MORE_ABOVE not in obs
+    assert "scroll [down]" in info["admissible_actions"] and "scroll [up]" not in info["admissible_actions"]
+    first_hidden = elements[-1].id + 1
+    obs, *_, info = env.step("scroll [down]")
+    state = env.abstract_state
+    assert (state.more_above, state.more_below) == (True, True)
+    assert f"[{first_hidden}] " in obs and "[2] " not in obs  # scrolled by less than a viewport: none skipped
+    # the synthetic env reads the same scrolls from the observation text
+    assert WebArenaDomain().admissible_actions(obs) == [*info["admissible_actions"][:-1], "go_back", "stop [<answer>]"]
 
 
 def test_ids_are_stable_for_the_same_page(env, task_of):

@@ -1,6 +1,13 @@
 from __future__ import annotations
 
-from dreamgym_env.envs.webarena.state import Element, WebArenaState, parse_state, render
+from dreamgym_env.envs.webarena.state import (
+    MORE_ABOVE,
+    MORE_BELOW,
+    Element,
+    WebArenaState,
+    parse_state,
+    render,
+)
 
 STATE = WebArenaState(
     url="http://reddit.local/f/books",
@@ -52,8 +59,21 @@ def test_json_leaves_out_empty_fields_and_reads_them_back():
     text = page.model_dump_json()
     assert '"elements":[{"id":1,"role":"RootWebArea","name":"One Stop Market"},{"id":2,"role":"main","depth":1},' in text
     assert '"properties":{"focused":false}' in text  # a property that is False is still said
-    assert '"message"' not in text and '"properties":{}' not in text and '"name":""' not in text
+    assert '"message"' not in text and '"more_' not in text and '"properties":{}' not in text and '"name":""' not in text
     assert WebArenaState.model_validate_json(text) == page
     # an answer that writes the empty fields out is the same state, with the same canonical JSON
     written = text.replace('{"id":2,"role":"main","depth":1}', '{"id":2,"role":"main","name":"","depth":1,"properties":{}}')
     assert WebArenaState.model_validate_json(written).model_dump_json() == text
+
+
+def test_scroll_lines_say_what_the_viewport_hides_and_read_back():
+    scrolled = STATE.model_copy(update={"more_above": True, "more_below": True, "message": "Invalid action: x"})
+    for mode in ("axtree", "compact"):
+        lines = render(scrolled, mode).split("\n")
+        assert lines[-3:] == [MORE_ABOVE, MORE_BELOW, "Invalid action: x"]
+        parsed = parse_state(render(scrolled, mode))
+        assert (parsed.more_above, parsed.more_below, parsed.message) == (True, True, "Invalid action: x")
+    assert parse_state(render(scrolled)) == scrolled
+    assert '"more_above":true,"more_below":true' in scrolled.model_dump_json()
+    assert WebArenaState.model_validate_json(scrolled.model_dump_json()) == scrolled
+    assert MORE_BELOW not in render(STATE)
