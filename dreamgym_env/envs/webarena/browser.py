@@ -12,14 +12,10 @@ from dataclasses import dataclass, field
 
 from dreamgym_env.envs.webarena.grammar import Command
 from dreamgym_env.envs.webarena.sites.base import TEXT_ROLES, Node, NotFound, Outcome, Page, Value, split_url
-from dreamgym_env.envs.webarena.state import ObservationMode, render_elements
+from dreamgym_env.envs.webarena.state import SCROLL_STEP, VIEWPORT, ObservationMode, render_elements
 from dreamgym_env.envs.webarena.world import World
 
 BLANK = "about:blank"
-VIEWPORT = 40
-"""Elements shown at once (a few dozen, as in WebArena's viewport-only accessibility tree);
-``scroll [down]`` moves the view by :data:`SCROLL_STEP`, less than a viewport so none is skipped."""
-SCROLL_STEP = 30
 
 
 @dataclass(slots=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dreamgym_env.envs.domain import DomainPrompt
-from dreamgym_env.envs.webarena.browser import SCROLL_STEP, VIEWPORT
+from dreamgym_env.envs.webarena.state import SCROLL_STEP, VIEWPORT
 
 PROMPT = DomainPrompt(
     rules=f"""WebArena: web sites (shopping store, shopping admin panel, reddit-like forums, gitlab, map); \

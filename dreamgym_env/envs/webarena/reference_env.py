@@ -53,7 +53,10 @@ class WebArenaRefEnv(gym.Env[str, str]):
     ``UnicodeText``: with ``observation="axtree"`` WebArena's accessibility tree (a tab line, the
     URL, then ``[id] role 'name' properties`` lines indented by depth); with ``"compact"`` the
     paper's abstract state (``[id] role: name`` of interactive and content elements). See
-    :mod:`~dreamgym_env.envs.webarena.state`. Only the viewport's elements are shown.
+    :mod:`~dreamgym_env.envs.webarena.state`. Only the viewport's elements are shown: at most
+    :data:`~dreamgym_env.envs.webarena.state.VIEWPORT` (40) after the root, ``scroll [down]``
+    moves on by 30, and a last line ``(more below: scroll [down])`` / ``(more above: scroll [up])``
+    says when scrolling shows more.
 
     ## Action Space
     ``UnicodeText``: WebArena's actions ``click [id]``, ``type [id] [text] [0|1]``, ``hover [id]``,

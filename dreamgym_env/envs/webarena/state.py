@@ -23,12 +23,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 ObservationMode = Literal["axtree", "compact"]
 OBSERVATION_MODES: tuple[ObservationMode, ...] = ("axtree", "compact")
+VIEWPORT = 40
+"""Elements a page shows at once after its root (a few dozen, as in WebArena's viewport-only
+accessibility tree); ``scroll [down]`` moves the view by :data:`SCROLL_STEP`, less than a
+viewport so no element is skipped."""
+SCROLL_STEP = 30
 ERROR_PREFIX = "Invalid action: "
 MORE_ABOVE = "(more above: scroll [up])"
 MORE_BELOW = "(more below: scroll [down])"
@@ -55,12 +60,43 @@ _COMPACT = re.compile(rf"^\[(\d+)\] (\S+): (.*?)(?: \(((?:{_PROPERTY_NAMES})\b.*
 _COMPACT_SPLIT = re.compile(rf", (?=(?:{_PROPERTY_NAMES})(?::|,|$))")
 
 
+# Bounds for the schema the experience model answers in (not checks on the reference env's
+# states): without them a small model can copy a list or a name until max_tokens cuts it off,
+# and each re-ask costs as much again. The seeded sites stay well inside them.
+_NAME_CHARS = 200
+_LINE_CHARS = 300
+_MAX_TABS = 10
+_MAX_PROPERTIES = 6
+
+
+def _element_schema(schema: dict[str, Any]) -> None:
+    properties = schema["properties"]
+    properties["role"]["maxLength"] = 40
+    properties["name"]["maxLength"] = _NAME_CHARS
+    properties["properties"]["maxProperties"] = _MAX_PROPERTIES
+    for choice in properties["properties"]["additionalProperties"]["anyOf"]:
+        if choice["type"] == "string":
+            choice["maxLength"] = _NAME_CHARS
+
+
+def _state_schema(schema: dict[str, Any]) -> None:
+    properties = schema["properties"]
+    properties["elements"]["maxItems"] = VIEWPORT + 1  # the root and the viewport
+    properties["tabs"]["maxItems"] = _MAX_TABS
+    properties["tabs"]["items"]["maxLength"] = _NAME_CHARS
+    for name in ("url", "title"):
+        properties[name]["maxLength"] = _NAME_CHARS
+    properties["message"]["maxLength"] = _LINE_CHARS
+
+
 def _without_empty(data: dict[str, object], fields: tuple[str, ...]) -> dict[str, object]:
     return {k: v for k, v in data.items() if k not in fields or v not in ("", 0, {})}
 
 
 class Element(BaseModel):
     """One element of the page: its id (the number actions name), role, name and properties."""
+
+    model_config = ConfigDict(json_schema_extra=_element_schema)
 
     # The JSON leaves out an empty name, depth 0 and no properties (the defaults read them back):
     # they are a fifth of a page's JSON, tokens the experience model would read and write.
@@ -78,6 +114,8 @@ class Element(BaseModel):
 
 class WebArenaState(BaseModel):
     """What the agent sees: the tabs, the active tab's URL and title, and its visible elements."""
+
+    model_config = ConfigDict(json_schema_extra=_state_schema)
 
     url: str
     title: str = ""

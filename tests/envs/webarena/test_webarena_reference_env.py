@@ -8,10 +8,9 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dreamgym_env.envs.webarena.browser import VIEWPORT
 from dreamgym_env.envs.webarena.domain import WebArenaDomain
 from dreamgym_env.envs.webarena.reference_env import MAX_EPISODE_STEPS, WebArenaRefEnv
-from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, render
+from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, VIEWPORT, WebArenaState, render
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
 
@@ -286,3 +285,30 @@ def test_sites_restrict_the_tasks_and_bad_arguments_raise():
         env.reset(options={"task": "webarena-nope"})
     with pytest.raises(ConfigurationError):
         env.restore(env.tasks[0], env.tasks[0].initial_state)
+
+
+def test_the_answer_schema_bounds_a_page_and_every_page_of_the_sites_fits(env):
+    from jsonschema import Draft202012Validator
+
+    from dreamgym_env.envs.webarena.expert import WebArenaExpert
+    from dreamgym_env.envs.webarena.state import Element
+
+    validator = Draft202012Validator(WebArenaState.model_json_schema())
+    env.reset(options={"task": env.tasks[0]})
+    page = env.abstract_state
+    assert validator.is_valid(page.model_dump(mode="json"))
+    # what a small model writes when it loops: more elements than a viewport, an endless name
+    looping = page.model_copy(update={"elements": [Element(id=i, role="link", name="x") for i in range(VIEWPORT + 2)]})
+    assert not validator.is_valid(looping.model_dump(mode="json"))
+    endless = page.model_copy(update={"elements": [Element(id=1, role="RootWebArea", name="x" * 201)]})
+    assert not validator.is_valid(endless.model_dump(mode="json"))
+    seen = 0
+    for task in env.tasks[::4]:  # every site: the expert's pages, scrolled ones included
+        observation, info = env.reset(options={"task": task})
+        expert, terminated = WebArenaExpert(), False
+        while not terminated:
+            assert validator.is_valid(env.abstract_state.model_dump(mode="json")), env.state
+            seen += 1
+            observation, _, terminated, truncated, info = env.step(expert(observation, info))
+            terminated = terminated or truncated
+    assert seen > 100
