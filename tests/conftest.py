@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 
 import pytest
@@ -7,6 +9,18 @@ import pytest
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
 from dreamgym_env.types import ExperienceRequest, Task, Transition
+
+
+@pytest.fixture
+def chromium() -> str:
+    """The headless browser's binary; the test is skipped without one, except where
+    ``DREAMGYM_REQUIRE_CHROMIUM`` is set (``.ci/run`` installs it and sets it), where it fails."""
+    binary = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    if binary is None:
+        if os.environ.get("DREAMGYM_REQUIRE_CHROMIUM"):
+            pytest.fail("DREAMGYM_REQUIRE_CHROMIUM is set but no chromium binary is on PATH")
+        pytest.skip("no chromium binary")
+    return binary
 
 
 @pytest.fixture(autouse=True)

@@ -1,15 +1,8 @@
 from __future__ import annotations
 
-import shutil
 import subprocess
 
-import pytest
-
 from dreamgym_env.envs.webarena.reference_env import WebArenaRefEnv
-
-
-def _chromium() -> str | None:
-    return next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 
 
 def _product_page() -> tuple[WebArenaRefEnv, str]:
@@ -30,17 +23,14 @@ def test_html_render_is_a_standalone_page():
     assert 'data-id="6"' in page and "http://shopping.local/product/" in page
 
 
-def test_html_render_opens_in_headless_chromium(tmp_path):
-    binary = _chromium()
-    if binary is None:
-        pytest.skip("no chromium binary")
+def test_html_render_opens_in_headless_chromium(chromium, tmp_path):
     env, product = _product_page()
     path = tmp_path / "page.html"
     path.write_text(env.render() or "", encoding="utf-8")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-    dom = subprocess.run([binary, *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
+    dom = subprocess.run([chromium, *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
     assert product in dom.stdout and "Add to Cart" in dom.stdout
     shot = tmp_path / "page.png"
-    subprocess.run([binary, *flags, f"--screenshot={shot}", "--window-size=1200,900", path.as_uri()],
+    subprocess.run([chromium, *flags, f"--screenshot={shot}", "--window-size=1200,900", path.as_uri()],
                    capture_output=True, timeout=60)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
