@@ -12,15 +12,16 @@ from dreamgym_env.types import ExperienceRequest, Task, Transition
 
 
 @pytest.fixture
-def chromium() -> str:
-    """The headless browser's binary; the test is skipped without one, except where
-    ``DREAMGYM_REQUIRE_CHROMIUM`` is set (``.ci/run`` installs it and sets it), where it fails."""
+def headless_chromium() -> list[str]:
+    """The command that runs the browser headless (append the page's flags and URL); the test is
+    skipped without a binary, except where ``DREAMGYM_REQUIRE_CHROMIUM`` is set (``.ci/run``
+    installs it and sets it), where it fails."""
     binary = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
     if binary is None:
         if os.environ.get("DREAMGYM_REQUIRE_CHROMIUM"):
             pytest.fail("DREAMGYM_REQUIRE_CHROMIUM is set but no chromium binary is on PATH")
         pytest.skip("no chromium binary")
-    return binary
+    return [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
 
 
 @pytest.fixture(autouse=True)

@@ -14,8 +14,6 @@ from dreamgym_env.bench.sampling import sample_transitions
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-
 
 @pytest.fixture(scope="module")
 def results() -> FidelityResults:
@@ -47,12 +45,12 @@ def test_the_page_holds_every_sampled_step_of_every_run(results):
     assert "http://" not in page.split("<body>")[0] and "<link" not in page and 'src="http' not in page
 
 
-def test_headless_chromium_shows_the_viewer_on_a_step_that_differs(results, tmp_path, chromium):
+def test_headless_chromium_shows_the_viewer_on_a_step_that_differs(results, tmp_path, headless_chromium):
     plot = tmp_path / "plot.png"
     plot.write_bytes(b"\x89PNG\r\n\x1a\n")
     path = write_html(results, tmp_path / "fidelity.html", images=[plot])
     dom = subprocess.run(
-        [chromium, *FLAGS, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=90
+        [*headless_chromium, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=90
     ).stdout
     episodes = len({s.episode_key for s in results.samples})
     assert re.search(rf'<span id="position">episode \d+ of {episodes}</span>', dom)

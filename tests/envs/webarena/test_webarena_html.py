@@ -23,14 +23,13 @@ def test_html_render_is_a_standalone_page():
     assert 'data-id="6"' in page and "http://shopping.local/product/" in page
 
 
-def test_html_render_opens_in_headless_chromium(chromium, tmp_path):
+def test_html_render_opens_in_headless_chromium(headless_chromium, tmp_path):
     env, product = _product_page()
     path = tmp_path / "page.html"
     path.write_text(env.render() or "", encoding="utf-8")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-    dom = subprocess.run([chromium, *flags, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
+    dom = subprocess.run([*headless_chromium, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
     assert product in dom.stdout and "Add to Cart" in dom.stdout
     shot = tmp_path / "page.png"
-    subprocess.run([chromium, *flags, f"--screenshot={shot}", "--window-size=1200,900", path.as_uri()],
+    subprocess.run([*headless_chromium, f"--screenshot={shot}", "--window-size=1200,900", path.as_uri()],
                    capture_output=True, timeout=60)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
