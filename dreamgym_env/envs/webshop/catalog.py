@@ -54,6 +54,26 @@ class Product:
     def title_tokens(self) -> tuple[str, ...]:
         return tokens(self.title)
 
+    @property
+    def query(self) -> str:
+        """The search term the product is listed under (WebShop's ``product['query']``)."""
+        return query_of(self.product_type)
+
+    @property
+    def product_category(self) -> str:
+        """The product's breadcrumb, parts joined by ``' › '`` (WebShop's ``product['product_category']``)."""
+        return product_category_of(self.category, self.product_type)
+
+    @cached_property
+    def bullet_points(self) -> tuple[str, ...]:
+        """The features page's points (WebShop's ``product['BulletPoints']``)."""
+        return bullet_points_of(self.brand, self.category, self.attributes)
+
+    @cached_property
+    def description(self) -> str:
+        """The description page's paragraph (WebShop's ``product['Description']``)."""
+        return description_of(self.id, self.product_type, self.brand, self.category, self.attributes)
+
     def option(self, label: str) -> OptionChoice | None:
         """The option group shown as ``label`` on the item page, if the product has it."""
         return next((o for o in self.options if o.label == label), None)
@@ -61,6 +81,39 @@ class Product:
 
 def _capitalize(phrase: str) -> str:
     return " ".join(word[:1].upper() + word[1:] for word in phrase.split())
+
+
+def query_of(product_type: str) -> str:
+    """The search term of a product type: its name (real WebShop products keep the lower-case query they were scraped under)."""
+    return product_type
+
+
+def product_category_of(category: str, product_type: str) -> str:
+    """A two-part breadcrumb, ``"Fashion › Men's Shirt"``: WebShop's category match needs two common parts, so only the same type matches."""
+    return f"{_capitalize(category)} › {_capitalize(product_type)}"
+
+
+def bullet_points_of(brand: str, category: str, attributes: tuple[str, ...]) -> tuple[str, ...]:
+    """The features page's points of a product with these facts."""
+    return (f"brand: {brand}", f"category: {category}", *attributes)
+
+
+def description_of(
+    product_id: str, product_type: str, brand: str, category: str, attributes: tuple[str, ...]
+) -> str:
+    """The description paragraph of a product with these facts.
+
+    Seeded by the product id alone, so a page state (which carries these facts) determines it:
+    the purchase score reads it without the catalog. Catalog products have two attributes or
+    more; an invented item with fewer gets no middle sentence.
+    """
+    rng = random.Random(f"webshop-{product_id}-description")
+    sentences = [rng.choice(V.DESCRIPTION_OPENERS).format(type=product_type, brand=brand, category=category)]
+    if len(attributes) >= 2:
+        a1, a2 = rng.sample(attributes, 2)
+        sentences.append(rng.choice(V.DESCRIPTION_MIDDLES).format(a1=a1, a2=a2))
+    sentences.append(rng.choice(V.DESCRIPTION_CLOSERS))
+    return " ".join(sentences)
 
 
 class Catalog:
@@ -162,18 +215,11 @@ class Catalog:
 
     @staticmethod
     def _description(rng: random.Random, p: Product) -> tuple[str, ...]:
-        a1, a2 = rng.sample(p.attributes, 2)
-        return (
-            rng.choice(V.DESCRIPTION_OPENERS).format(type=p.product_type, brand=p.brand, category=p.category)
-            + " "
-            + rng.choice(V.DESCRIPTION_MIDDLES).format(a1=a1, a2=a2)
-            + " "
-            + rng.choice(V.DESCRIPTION_CLOSERS),
-        )
+        return (p.description,)
 
     @staticmethod
     def _features(rng: random.Random, p: Product) -> tuple[str, ...]:
-        return (f"- brand: {p.brand}", f"- category: {p.category}", *(f"- {a}" for a in p.attributes))
+        return tuple(f"- {point}" for point in p.bullet_points)
 
     @staticmethod
     def _reviews(rng: random.Random, p: Product) -> tuple[str, ...]:

@@ -340,23 +340,30 @@ def state_of_text(text: str, catalog: Catalog) -> WebShopState | None:
 def score_state(state: WebShopState, goal: Goal) -> Score | None:
     """WebShop's score of the purchase a ``done`` state shows, from the state's fields alone.
 
-    The reference env's rules (:func:`~dreamgym_env.envs.webshop.goal.score_purchase`): the
-    item's type and category, the goal's attributes among its attributes or in its title, the
-    goal's options among the selected values, its price against the bound. ``None`` when the
-    state is not a purchase.
+    The reference env's rules (:func:`~dreamgym_env.envs.webshop.goal.score_purchase`) over the
+    facts the item carries: its title, its type's search query and breadcrumb, attributes,
+    bullet points and description (both determined by the item's facts), price, and the
+    selected option values. ``None`` when the state is not a purchase.
     """
     if state.kind != "done" or state.item is None:
         return None
-    from dreamgym_env.envs.webshop.goal import score_facts
-    from dreamgym_env.envs.webshop.matching import tokens
+    from dreamgym_env.envs.webshop.catalog import (
+        bullet_points_of,
+        description_of,
+        product_category_of,
+        query_of,
+    )
+    from dreamgym_env.envs.webshop.goal import Purchase, score
 
     item = state.item
-    return score_facts(
-        product_type=item.type,
-        category=item.category,
+    purchase = Purchase(
+        title=item.title,
+        query=query_of(item.type),
+        product_category=product_category_of(item.category, item.type),
         attributes=item.attrs,
-        title_tokens=tokens(item.title),
+        bullet_points=bullet_points_of(item.brand, item.category, item.attrs),
+        description=description_of(item.id, item.type, item.brand, item.category, item.attrs),
         price=item.price,
-        selected=[c.value for c in state.selected],
-        goal=goal,
+        options=tuple(c.value for c in state.selected),
     )
+    return score(purchase, goal)

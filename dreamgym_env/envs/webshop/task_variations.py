@@ -172,9 +172,7 @@ class WebShopTaskVariations(TaskVariations):
         witness = self._witness(goal, seed, size)
         if isinstance(witness, str):
             return Rejection("infeasible", witness, parent.id, excerpt(instruction))
-        goal = Goal(
-            goal.product_type, goal.category, goal.attributes, goal.options, goal.price_upper, witness.id
-        )
+        goal = Goal.of_product(witness, goal.attributes, goal.options, goal.price_upper)
         metadata = {"goal": goal.to_dict(), "catalog_seed": seed, "num_products": size}
         return self.new_task(parent, instruction, search_page(instruction), metadata)
 
@@ -222,8 +220,14 @@ class WebShopTaskVariations(TaskVariations):
             if found is None:
                 return infeasible(f"{name!r} offers no {group.label} {value!r}")
             canonical_options[group.label] = found
-        return Goal(
-            name, kind.category, tuple(canonical_attributes), canonical_options, round(float(price), 2)
+        return Goal.from_dict(
+            {
+                "product_type": name,
+                "category": kind.category,
+                "attributes": canonical_attributes,
+                "options": canonical_options,
+                "price_upper": round(float(price), 2),
+            }
         )
 
     @staticmethod

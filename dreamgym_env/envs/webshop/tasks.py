@@ -41,14 +41,7 @@ def make_goal(product: Product, rng: random.Random) -> Goal:
     """A goal that ``product`` satisfies: some of its attributes, one value per option group."""
     attributes = tuple(rng.sample(product.attributes, rng.randint(1, min(3, len(product.attributes)))))
     options = {o.label: rng.choice(o.values) for o in product.options}
-    return Goal(
-        product.product_type,
-        product.category,
-        attributes,
-        options,
-        _price_bound(product.price, rng),
-        product.id,
-    )
+    return Goal.of_product(product, attributes, options, _price_bound(product.price, rng))
 
 
 def instruction_text(product: Product, goal: Goal, rng: random.Random) -> str:

@@ -142,9 +142,9 @@ def test_partial_purchase_outcome_and_score_rewards():
 @pytest.mark.parametrize(
     ("action", "error"),
     [
-        ("click[B0NOTHERE1]", "there is no \"B0NOTHERE1\" to click on this page"),
+        ("click[B0NOTHERE1]", 'there is no "B0NOTHERE1" to click on this page'),
         ("search[red shoes]", "there is no search box on this page"),
-        ("click[Search]", "there is no \"Search\" to click on this page"),
+        ("click[Search]", 'there is no "Search" to click on this page'),
         ("buy the first one", "expected search[query] or click[label]"),
         ("click[]", "click[...] needs a non-empty argument"),
     ],

@@ -314,7 +314,7 @@ def test_rubric_scores_the_state_not_the_catalog():
     assert DOMAIN.rubric_reward(task, done.model_copy(update={"selected": ()}), BUY) == (
         0.0 if goal.options else 1.0
     )
-    other = done.item.model_copy(update={"type": "garden hose", "category": "nowhere"})
+    other = done.item.model_copy(update={"type": "garden hose", "category": "nowhere", "title": "Hose"})
     assert DOMAIN.rubric_reward(task, done.model_copy(update={"item": other}), BUY) == 0.0
     score = score_state(done, goal)
     assert (
