@@ -42,7 +42,7 @@ _SUB_PAGES = frozenset(label.lower() for label in SUB_PAGE_LABELS)
 
 PROMPT = DomainPrompt(
     rules="""WebShop: find and buy the product that matches a shopping instruction.
-- search[query]: only on the search page; opens results page 1. The query is lower-cased; \
+- search[query]: on any page (offered on the search page); opens results page 1. The query is lower-cased; \
 brackets, double quotes and bars become spaces. BM25 ranking over titles, types, categories and \
 options; at most 50 results, 10 a page; 0 if no query word is in any product.
 - click[label]: a bracketed label of the page (any case). Results: an item id opens it; \
@@ -50,7 +50,7 @@ options; at most 50 results, 10 a page; 0 if no query word is in any product.
 [Features], [Reviews] open sub-pages; [< Prev] back to the results; [Buy Now] buys with the \
 selection, ending the episode. Sub-page: [< Prev] back to the item. [Back to Search]: the search \
 page, selection lost.
-Invalid, page unchanged: a label not on the page, click[Search], search without [Search].""",
+Verbs are lower case; the argument is lower-cased. Invalid (the page is shown unchanged): a label not on the page, click[Search], anything else.""",
     state_format="""Pages (<...>: text; "...": a note on the line above):
 Search page:
 WebShop | search
@@ -87,7 +87,7 @@ Instruction: <instruction>
 Purchased <item id> with <group>=<value>, ... for $<price>.
 ... or "with no options".
 The query and page of item and sub-pages are the results page's. After an invalid action the \
-page is repeated with a last line "Invalid action: <reason>".""",
+page is repeated unchanged.""",
     reward_rubric="""Only [Buy Now] can complete the task: reward 1 if the item is of the requested type, \
 has every requested attribute (in features or title), the selection includes every requested \
 option and the price is within the bound. Wording may differ slightly (case, hyphens, plurals, \
@@ -171,13 +171,17 @@ class WebShopDomain(Domain):
         return list(_admissible_actions(state))
 
     def validate_action(self, action: ParsedAction, state: str) -> ActionError | None:
+        if action.verb == "search":  # WebAgentTextEnv.step searches from any page
+            return None
         labels = clickable_labels(state)
-        if action.verb == "search":
-            return None if SEARCH_LABEL in labels else ActionError("there is no search box on this page")
         folded = {label.lower() for label in labels if label != SEARCH_LABEL}
         if action.argument.lower() not in folded:
             return ActionError(f'there is no "{action.argument}" to click on this page')
         return None
+
+    def invalid_action_feedback(self, state: str, error: ActionError) -> str:
+        """The page unchanged, as ``WebAgentTextEnv.step`` leaves it (the reason is ``info["error"]``)."""
+        return state
 
     def is_terminal_action(self, action: ParsedAction) -> bool:
         return action.verb == "click" and action.argument.lower() == BUY_LABEL.lower()

@@ -7,7 +7,7 @@ from typing import Any
 
 from dreamgym_env.envs.webshop.goal import Goal
 from dreamgym_env.envs.webshop.matching import phrase_in_tokens, phrases_match, tokens
-from dreamgym_env.envs.webshop.pages import BACK_LABEL, BUY_LABEL, ERROR_PREFIX, NEXT_LABEL, PREV_LABEL
+from dreamgym_env.envs.webshop.pages import BACK_LABEL, BUY_LABEL, NEXT_LABEL, PREV_LABEL
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -52,7 +52,7 @@ class WebShopExpert:
             self.reset()
             self._task_id = task.id
         goal = Goal.of_task(task)
-        lines = [line for line in observation.split("\n") if not line.startswith(ERROR_PREFIX)]
+        lines = observation.split("\n")
         header = lines[0] if lines else ""
         if header == "WebShop | search":
             return f"search[{goal_query(goal)}]"

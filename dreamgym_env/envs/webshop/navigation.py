@@ -17,15 +17,18 @@ from dreamgym_env.envs.webshop.pages import (
 
 
 def find_label(labels: tuple[str, ...], argument: str) -> str | None:
-    """The page label an action's argument names (case-insensitive); ``Search`` is not clickable."""
+    """The page label an action's argument names, lower-cased (``Search`` is not clickable), as ``WebAgentTextEnv.step``."""
     folded = argument.lower()
     return next((label for label in labels if label.lower() == folded and label != SEARCH_LABEL), None)
 
 
 def next_page(catalog: Catalog, page: Page, labels: tuple[str, ...], action: ParsedAction) -> Page | None:
-    """The page after ``action`` on ``page`` (whose clickable labels are ``labels``); ``None`` if invalid."""
+    """The page after ``action`` on ``page`` (whose clickable labels are ``labels``); ``None`` if invalid.
+
+    A search works on every page, as ``WebAgentTextEnv.step`` runs one whatever the page shows.
+    """
     if action.verb == "search":
-        return Page("results", query=sanitize_query(action.argument)) if page.kind == "search" else None
+        return Page("results", query=sanitize_query(action.argument))
     label = find_label(labels, action.argument) if action.verb == "click" else None
     if label is None:
         return None

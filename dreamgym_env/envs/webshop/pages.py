@@ -28,7 +28,6 @@ NEXT_LABEL = "Next >"
 BUY_LABEL = "Buy Now"
 SUB_PAGE_LABELS = {"Description": "description", "Features": "features", "Reviews": "reviews"}
 NO_RESULTS_LINE = "No products match the query."
-ERROR_PREFIX = "Invalid action:"
 _QUERY_JUNK = re.compile(r'[\[\]"|\x00-\x1f]')
 
 
@@ -186,10 +185,10 @@ def _parse_selection(text: str) -> tuple[tuple[str, str], ...] | None:
 def parse_page(text: str, catalog: Catalog) -> Page | None:
     """The page state a page's text shows, or ``None`` if it is not a page of this shop.
 
-    Error lines of invalid actions are ignored. The caller should check that rendering the
-    result gives ``text`` back (``parse_page`` reads the header and selection only).
+    The caller should check that rendering the result gives ``text`` back (``parse_page``
+    reads the header and selection only).
     """
-    lines = [line for line in text.split("\n") if not line.startswith(ERROR_PREFIX)]
+    lines = text.split("\n")
     if len(lines) < 2 or not lines[0].startswith("WebShop | "):
         return None
     header = lines[0][len("WebShop | ") :]

@@ -16,7 +16,6 @@ from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
 from dreamgym_env.envs.webshop.navigation import next_page
 from dreamgym_env.envs.webshop.pages import (
-    ERROR_PREFIX,
     SEARCH_LABEL,
     Page,
     Rendered,
@@ -52,9 +51,11 @@ class WebShopRefEnv(gym.Env[str, str]):
     reviews sub-page, or the purchase confirmation). Clickable labels are in square brackets.
 
     ## Action Space
-    ``UnicodeText``: any string. Valid actions are ``search[query]`` on the search page and
-    ``click[label]`` for a label of the current page (case-insensitive). Any other string is an
-    invalid action: the page stays as it is, with an ``Invalid action: ...`` line; it never raises.
+    ``UnicodeText``: any string. Valid actions are ``search[query]`` (on any page, as
+    WebShop's ``WebAgentTextEnv.step`` allows) and ``click[label]`` for a label of the current
+    page (the argument lower-cased, as there). Verbs are lower case. Any other string is an
+    invalid action: the observation is the page unchanged, as in WebShop, and
+    ``info["error"]`` says why (an extension); it never raises.
 
     ## Rewards
     Only ``click[Buy Now]`` is rewarded. WebShop's score of the purchase, ``type match x
@@ -149,8 +150,7 @@ class WebShopRefEnv(gym.Env[str, str]):
     def abstract_state(self) -> WebShopState:
         """The current page as a :class:`~dreamgym_env.envs.webshop.state.WebShopState`.
 
-        ``render(env.abstract_state) == env.state`` (the state has no error line: after an
-        invalid action the observation is that text with the domain's error line added).
+        ``render(env.abstract_state) == env.state``.
         """
         if self.task is None:
             raise ConfigurationError("call reset() before reading abstract_state")
@@ -202,8 +202,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             )
         self.task, self.goal = task, Goal.of_task(task)
         self._show(page)
-        clean = "\n".join(line for line in state.split("\n") if not line.startswith(ERROR_PREFIX))
-        if self.state != clean:
+        if self.state != state:
             raise ConfigurationError(f"page does not match what the reference env renders: {state[:120]!r}")
         self.elapsed_steps, self.last_score, self._done = 0, None, False
 

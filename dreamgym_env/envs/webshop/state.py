@@ -10,8 +10,7 @@ also carries the product facts the purchase score needs (type, category, attribu
 :func:`render` gives exactly the page text of the reference env
 (:mod:`~dreamgym_env.envs.webshop.pages`): for every page it renders,
 ``render(state_of_page(page, instruction, catalog)) == pages.render(page, instruction, catalog).text``.
-The error line after an invalid action is not part of the state: the env adds it
-(:meth:`~dreamgym_env.envs.domain.Domain.invalid_action_feedback`).
+An invalid action leaves the page as it is, so its observation is the page's text too.
 
 In structured mode the experience model writes this state as JSON
 (``WebShopState.model_json_schema()``); field names are short and lists bounded so that a
@@ -29,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from dreamgym_env.envs.webshop.catalog import MAX_RESULTS
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
-    ERROR_PREFIX,
     LAYOUT_CACHE_SIZE,
     NEXT_LABEL,
     NO_RESULTS_LINE,
@@ -321,17 +319,16 @@ def state_of_page(page: Page, instruction: str, catalog: Catalog) -> WebShopStat
 
 
 def state_of_text(text: str, catalog: Catalog) -> WebShopState | None:
-    """The state of a page's text (error lines of invalid actions ignored), or ``None``.
+    """The state of a page's text, or ``None``.
 
     ``None`` when ``text`` is not a page of ``catalog``'s shop as the reference env renders it.
     """
-    clean = "\n".join(line for line in text.split("\n") if not line.startswith(ERROR_PREFIX))
-    page = parse_page(clean, catalog)
-    lines = clean.split("\n")
+    page = parse_page(text, catalog)
+    lines = text.split("\n")
     if page is None or not lines[1].startswith("Instruction: ") or not is_reachable(page, catalog):
         return None
     state = state_of_page(page, lines[1][len("Instruction: ") :], catalog)
-    return state if render(state) == clean else None
+    return state if render(state) == text else None
 
 
 # -- scoring ---------------------------------------------------------------------------------------

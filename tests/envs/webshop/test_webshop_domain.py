@@ -38,7 +38,6 @@ def test_prompt_describes_actions_pages_and_reward():
         "[Buy Now]",
         "Selected: none",
         "No products match the query.",
-        "Invalid action: <reason>",
     ):
         assert text in PROMPT.rules + PROMPT.state_format, text
     assert "reward 1" in PROMPT.reward_rubric

@@ -41,7 +41,7 @@ def test_expert_searches_with_the_goal_and_recovers_from_detours():
     obs, *_, info = env.step("click[Reviews]")  # a detour the expert did not choose
     assert expert(obs, info) == "click[< Prev]"
     obs, *_, info = env.step("not an action")
-    assert expert(obs, info) == "click[< Prev]"  # reads the page under the error line
+    assert expert(obs, info) == "click[< Prev]"  # the page is unchanged
     while True:
         obs, reward, terminated, truncated, info = env.step(expert(obs, info))
         if terminated or truncated:
