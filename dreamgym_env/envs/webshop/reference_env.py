@@ -16,6 +16,7 @@ from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
 from dreamgym_env.envs.webshop.navigation import next_page
 from dreamgym_env.envs.webshop.pages import (
+    NEXT_LABEL,
     SEARCH_LABEL,
     Page,
     Rendered,
@@ -23,6 +24,7 @@ from dreamgym_env.envs.webshop.pages import (
     parse_page,
     render,
 )
+from dreamgym_env.envs.webshop.real_text import real_text
 from dreamgym_env.envs.webshop.state import WebShopState, state_of_page
 from dreamgym_env.envs.webshop.tasks import load_tasks
 from dreamgym_env.errors import ConfigurationError
@@ -30,6 +32,7 @@ from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
 RewardMode = Literal["outcome", "score"]
+ObservationMode = Literal["pages", "text"]
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 SEARCH_ACTION = "search[<query>]"
 
@@ -48,7 +51,13 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     ## Observation Space
     ``UnicodeText``: the current page as text (search, results, item, description/features/
-    reviews sub-page, or the purchase confirmation). Clickable labels are in square brackets.
+    reviews sub-page, or the purchase confirmation). ``observation_mode="pages"`` (the default,
+    and the synthetic env's text): the page in lines, clickable labels in square brackets, with
+    the query, results page and selection a page needs to be restored from its text.
+    ``observation_mode="text"``: the page exactly as WebShop's ``WebAgentTextEnv`` prints it in
+    its ``'text'`` mode, elements joined by ``' [SEP] '``
+    (:func:`~dreamgym_env.envs.webshop.real_text.real_text`); such pages do not say which
+    query or options led there, so the env is not restorable in that mode.
 
     ## Action Space
     ``UnicodeText``: any string. Valid actions are ``search[query]`` (on any page, as
@@ -90,6 +99,7 @@ class WebShopRefEnv(gym.Env[str, str]):
     | ``catalog_seed`` | ``0`` | seed of the generated catalog and its tasks |
     | ``num_products`` | ``2000`` | catalog size (tasks: 3 per product, one in 6 for test) |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
+    | ``observation_mode`` | ``"pages"`` | ``"pages"`` (restorable) or ``"text"`` (WebShop's own text) |
     | ``domain`` | the registered ``webshop`` | the domain pack whose grammar and feedback it uses |
 
     The catalog, its search index and its tasks are built once per process per
@@ -101,7 +111,8 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     restorable = True
-    """A page's text determines the env's state (pages are Markov): :meth:`restore` works."""
+    """In ``observation_mode="pages"`` a page's text determines the env's state (pages are Markov), so
+    :meth:`restore` works; an env in ``"text"`` mode sets it to ``False``."""
 
     def __init__(
         self,
@@ -115,7 +126,12 @@ class WebShopRefEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         max_text_length: int = 16_384,
         domain: Domain | None = None,
+        observation_mode: ObservationMode = "pages",
     ) -> None:
+        if observation_mode not in ("pages", "text"):
+            raise ConfigurationError(f'observation_mode must be "pages" or "text", got {observation_mode!r}')
+        self.observation_mode: ObservationMode = observation_mode
+        self.restorable = observation_mode == "pages"
         check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
         self.domain: Domain = domain if domain is not None else get_domain("webshop")
         self.catalog = load_catalog(catalog_seed, num_products)
@@ -182,10 +198,17 @@ class WebShopRefEnv(gym.Env[str, str]):
             )
         return spec
 
-    def _show(self, page: Page) -> None:
+    def _show(self, page: Page, reward: float | None = None) -> None:
         assert self.task is not None
         self.page = page
         self._rendered = render(page, self.task.instruction, self.catalog)
+        if self.observation_mode == "text":
+            state = state_of_page(page, self.task.instruction, self.catalog)
+            labels = self._rendered.labels
+            if page.kind == "results" and NEXT_LABEL not in labels:  # results_page.html always has it
+                nav = len(labels) - len(state.results)
+                labels = (*labels[:nav], NEXT_LABEL, *labels[nav:])
+            self._rendered = Rendered(real_text(state, reward), labels)
 
     def restore(self, task: Task, state: str) -> None:
         """Put the env on page ``state`` of ``task``, as if the episode had led there.
@@ -194,6 +217,10 @@ class WebShopRefEnv(gym.Env[str, str]):
         enough. Raises :class:`~dreamgym_env.errors.ConfigurationError` when ``state`` is not a
         page this env renders for ``task`` (or is the final page of an episode).
         """
+        if not self.restorable:
+            raise ConfigurationError(
+                'restore() needs observation_mode="pages" (WebShop\'s text pages are not Markov)'
+            )
         task = self.resolve_task(task)
         page = parse_page(state, self.catalog)
         if page is None or page.kind == "done" or not is_reachable(page, self.catalog):
@@ -246,7 +273,6 @@ class WebShopRefEnv(gym.Env[str, str]):
             info["admissible_actions"] = self.admissible_actions()
             info["abstract_state"] = self.abstract_state
             return observation, 0.0, False, truncated, info
-        self._show(page)
         reward, terminated, score = 0.0, False, 0.0
         if page.kind == "done":
             assert self.goal is not None
@@ -255,6 +281,7 @@ class WebShopRefEnv(gym.Env[str, str]):
             )
             score, terminated = self.last_score.value, True
             reward = score if self.reward_mode == "score" else float(self.last_score.won)
+        self._show(page, score)
         self._done = terminated or truncated
         info.update(action_valid=True, score=score, won=terminated and score >= 1.0 - 1e-9)
         info["admissible_actions"] = self.admissible_actions()
