@@ -23,6 +23,9 @@ DEFAULT_NUM_PRODUCTS = 2_000
 MAX_RESULTS = 50
 """A search returns at most this many products (5 pages of 10), as WebShop does."""
 SEARCH_CACHE_SIZE = 4_096
+TITLE_ATTRIBUTES = 3
+"""A title names at most this many of a product's attributes (the first ones); the rest are only in
+its features and description, as a real WebShop goal's attributes often are."""
 _ID_CHARS = string.ascii_uppercase + string.digits
 
 
@@ -166,7 +169,7 @@ class Catalog:
         if rng.random() < 0.6:
             head.append(rng.choice(V.DESCRIPTORS))
         head.append(_capitalize(kind.name))
-        title = " ".join(head) + " - " + ", ".join(_capitalize(a) for a in attributes)
+        title = " ".join(head) + " - " + ", ".join(_capitalize(a) for a in attributes[:TITLE_ATTRIBUTES])
         low, high = kind.price
         price = round(int(rng.uniform(low, high)) + rng.choice((0.99, 0.49, 0.95, 0.5)), 2)
         rating = round(min(5.0, max(1.0, rng.gauss(4.2, 0.5))), 1)
@@ -185,8 +188,10 @@ class Catalog:
 
     @staticmethod
     def _document(product: Product) -> tuple[str, ...]:
+        """The words a search matches: title, the attributes it leaves out, type, category, option values."""
         values = " ".join(v for option in product.options for v in option.values)
-        return tokens(f"{product.title} {product.product_type} {product.category} {values}")
+        hidden = " ".join(product.attributes[TITLE_ATTRIBUTES:])
+        return tokens(f"{product.title} {hidden} {product.product_type} {product.category} {values}")
 
     # -- search ------------------------------------------------------------------------------
     def search(self, query: str) -> tuple[int, ...]:

@@ -53,6 +53,19 @@ def test_instruction_names_the_goal():
         assert re.fullmatch(r"[a-z0-9 ,.'&-]+", text), text
 
 
+def test_goal_attributes_need_not_be_in_the_title():
+    """Real WebShop goals take their attributes from the product's attribute list (engine/goal.py
+    ``get_human_goals``: ``instruction_attributes``), which its title need not name; the reward then
+    matches them against that list (``get_attribute_reward``)."""
+    catalog = load_catalog()
+    hidden = 0
+    for task in load_tasks().train[:1000]:
+        goal = Goal.of_task(task)
+        title = catalog.by_id[goal.target_id].title.lower()
+        hidden += any(a not in title for a in goal.attributes)
+    assert 100 < hidden < 900
+
+
 def test_too_few_tasks_refused():
     with pytest.raises(ConfigurationError):
         generate_tasks(Catalog(0, 100), 3)
