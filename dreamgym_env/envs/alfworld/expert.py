@@ -20,7 +20,7 @@ from dreamgym_env.envs.alfworld.grammar import Command, parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS
 from dreamgym_env.envs.alfworld.tasks import world_of
-from dreamgym_env.envs.alfworld.world import kind_of
+from dreamgym_env.envs.alfworld.world import can_contain, kind_of
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -31,13 +31,13 @@ _ITEMS = re.compile(r"a ([a-z]+ \d+)")
 _VIEW = re.compile(
     rf"(?:On the {_NAME}, you see (.*)|The {_NAME} is closed|The {_NAME} is open\. In it, you see (.*))\.$"
 )
-_ARRIVE = re.compile(rf"You arrive at {_NAME}\. (.*)$")
+_ARRIVE = re.compile(r"You arrive at loc \d+\. (.*)$")
 _OPEN = re.compile(rf"You open the {_NAME}\. (.*)$")
 _CLOSE = re.compile(rf"You close the {_NAME}\.$")
 _TAKE = re.compile(rf"You pick up the {_NAME} from the {_NAME}\.$")
 _PUT = re.compile(rf"You put the {_NAME} in/on the {_NAME}\.$")
 _PROCESS = re.compile(rf"You (clean|heat|cool) the {_NAME} using the {_NAME}\.$")
-_TOGGLE = re.compile(rf"You turn (on|off) the {_NAME}\.$")
+_TOGGLE = re.compile(rf"You turn on the {_NAME}\.$")
 _CARRY = re.compile(rf"You are carrying: a {_NAME}\.$")
 _FACING = re.compile(rf"You are facing the {_NAME}\.")
 _STATE_OF = {"clean": ("clean", None), "heat": ("hot", "cool"), "cool": ("cool", "hot")}
@@ -122,7 +122,9 @@ class ALFWorldExpert:
         """Set the belief to what an observation shows (every setter is idempotent)."""
         house = self._house
         assert house is not None
-        if match := _ARRIVE.match(text) or _OPEN.match(text):
+        if match := _ARRIVE.match(text):
+            self._view(match.group(1))
+        elif match := _OPEN.match(text):
             house.location = match.group(1)
             self._view(match.group(2))
         elif match := _VIEW.match(text):
@@ -148,8 +150,8 @@ class ALFWorldExpert:
             states.add(add)
             states.discard(remove or "")
         elif match := _TOGGLE.match(text):
-            lamp = match.group(2)
-            (house.lamps_on.add if match.group(1) == "on" else house.lamps_on.discard)(lamp)
+            lamp = match.group(1)
+            house.lamps_on.add(lamp)
             house.location = house.where.get(lamp) or house.location
         elif match := _CARRY.match(text):
             self._hold(match.group(1))
@@ -169,9 +171,11 @@ class ALFWorldExpert:
             return
         on, on_items, closed, inside, in_items = match.groups()
         if closed:
+            house.location = closed
             house.opened.discard(closed)
             return
         recep, items = (on, on_items) if on else (inside, in_items)
+        house.location = recep  # the view is of the receptacle the agent stands at
         if inside:
             house.opened.add(inside)
         seen = [] if items == "nothing" else _ITEMS.findall(items)
@@ -216,8 +220,8 @@ class ALFWorldExpert:
         house = self._house
         assert house is not None
         actions = {str(a) for a in admissible}
-        away = [r for r in house.world.receptacles if f"go to {r}" not in actions]
-        house.location = away[0] if len(away) == 1 else None
+        here = [r for r in house.world.receptacles if f"examine {r}" in actions]
+        house.location = here[0] if len(here) == 1 else None
         held = [a.split(" in/on ")[0][4:] for a in actions if a.startswith("put ")]
         if held:
             self._hold(held[0])
@@ -313,7 +317,13 @@ class _Planner:
         if house.holding is not None:
             self._drop()
         state = self.goal.needed_state
-        known = [o for o in mine if house.where.get(o) is not None and house.where[o] != target]
+        # One already in the target counts only once it has the needed state (else fetch it too).
+        known = [
+            o
+            for o in mine
+            if house.where.get(o) is not None
+            and (house.where[o] != target or (state is not None and state not in house.states.get(o, ())))
+        ]
         if not known:
             return None
         # Fewest steps first: an object that already has the state, then one in plain sight.
@@ -333,9 +343,16 @@ class _Planner:
     def _drop(self) -> None:
         house = self.house
         held = house.holding
+        assert held is not None
         here = house.location
-        if here is None or house.is_open(here) is False:
-            here = next(r for r in house.world.receptacles if house.is_open(r) is not False)
+
+        def fits(recep: str | None) -> bool:
+            return recep is not None and house.is_open(recep) is not False and can_contain(kind_of(recep), kind_of(held))
+
+        if not fits(here):
+            here = next((r for r in house.world.receptacles if fits(r)), None)
+            if here is None:
+                raise _Unplannable(f"put {held}")
             self.go(here)
         self.do(f"put {held} in/on {here}")
 

@@ -16,6 +16,7 @@ from dreamgym_env.envs.alfworld.world import (
     HEATER,
     LAMPS,
     World,
+    can_contain,
     kind_of,
 )
 from dreamgym_env.errors import ConfigurationError
@@ -135,6 +136,9 @@ class Goal:
                 return f"a {self.object_type} cannot be made {state}"
             if tool not in kinds:
                 return f"the room has no {tool}"
+        if self.receptacle_type is not None and not can_contain(self.receptacle_type, self.object_type):
+            # alfred.pddl's PutObject needs canContain, written from ALFRED's VAL_RECEPTACLE_OBJECTS
+            return f"ALFRED's receptacle rules do not let a {self.object_type} go in a {self.receptacle_type}"
         return None
 
 

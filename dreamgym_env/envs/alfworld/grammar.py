@@ -1,11 +1,11 @@
-"""ALFWorld's text commands.
+"""ALFWorld 0.3.5's text commands (the ``template`` of each action in ``alfworld/data/alfred.twl2``).
 
-``go to {recep}``, ``take {obj} from {recep}``, ``put {obj} in/on {recep}`` (``in``, ``on``
-and ``in/on`` are all accepted), ``open {recep}``, ``close {recep}``, ``use {obj}`` (also
-``toggle {obj}``), ``clean|heat|cool {obj} with {recep}``, ``examine {obj|recep}``,
-``inventory`` and ``look``. Names are a type and a number (``cabinet 3``). Parsing is case-
-and whitespace-insensitive, ignores a final period, and gives the canonical text that the
-admissible-action lists use (``put apple 1 in/on fridge 1``, ``use desklamp 1``).
+``go to {recep}``, ``take {obj} from {recep}``, ``put {obj} in/on {recep}``, ``open {recep}``,
+``close {recep}``, ``use {obj}``, ``clean|heat|cool {obj} with {recep}``, ``slice {obj} with
+{knife}``, ``examine {obj|recep}``, ``inventory`` and ``look``. Names are a type and a number
+(``cabinet 3``). Parsing is as exact as TextWorld's ``PddlEnv.step``, which strips the command
+and looks it up among the admissible ones: only surrounding whitespace is forgiven; case, inner
+spacing, a final period or another wording (``toggle``, ``put X in Y``) make it unknown.
 """
 
 from __future__ import annotations
@@ -17,27 +17,28 @@ from functools import lru_cache
 from dreamgym_env.envs.domain import ActionError, ParsedAction
 
 MAX_ACTION_CHARS = 200
-_NAME = r"([a-z]+ \d+)"
+_NAME = r"([a-z]+ [1-9]\d*)"
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (verb, re.compile(pattern, re.ASCII))
     for verb, pattern in (
         ("go", rf"go to {_NAME}"),
         ("take", rf"take {_NAME} from {_NAME}"),
-        ("put", rf"put {_NAME} (?:in/on|in|on) {_NAME}"),
+        ("put", rf"put {_NAME} in/on {_NAME}"),
         ("open", rf"open {_NAME}"),
         ("close", rf"close {_NAME}"),
-        ("use", rf"(?:use|toggle) {_NAME}"),
+        ("use", rf"use {_NAME}"),
         ("clean", rf"clean {_NAME} with {_NAME}"),
         ("heat", rf"heat {_NAME} with {_NAME}"),
         ("cool", rf"cool {_NAME} with {_NAME}"),
+        ("slice", rf"slice {_NAME} with {_NAME}"),
         ("examine", rf"examine {_NAME}"),
         ("inventory", "inventory"),
         ("look", "look"),
     )
 )
 _USAGE = (
-    "expected go to, take ... from, put ... in/on, open, close, use, clean/heat/cool ... with, "
-    "examine, inventory or look"
+    "expected exactly one of ALFWorld's commands: go to, take ... from, put ... in/on, open, close, use, "
+    "clean/heat/cool ... with, slice ... with, examine, inventory or look (lower case, single spaces)"
 )
 
 
@@ -46,7 +47,8 @@ class Command:
     """A parsed command: its verb, the object it handles and the receptacle it involves.
 
     For ``go to``, ``open`` and ``close`` the receptacle is ``recep``; for ``use`` and
-    ``examine`` the name is ``obj`` (``examine`` also takes a receptacle there).
+    ``examine`` the name is ``obj`` (``examine`` also takes a receptacle there); for ``slice``
+    the knife is ``recep``.
     """
 
     verb: str
@@ -65,7 +67,7 @@ class Command:
             return f"put {obj} in/on {recep}"
         if verb in ("open", "close"):
             return f"{verb} {recep}"
-        if verb in ("clean", "heat", "cool"):
+        if verb in ("clean", "heat", "cool", "slice"):
             return f"{verb} {obj} with {recep}"
         if verb in ("use", "examine"):
             return f"{verb} {obj}"
@@ -84,12 +86,9 @@ def parse_command(text: object) -> Command | ActionError:
 @lru_cache(maxsize=8192)
 def _parse(text: str) -> Command | ActionError:
     # Cached: policies repeat the same few commands, and parsing is most of a step's cost.
-    words = text.lower().split()
-    if words and words[-1].endswith("."):
-        words[-1] = words[-1][:-1]
-    normal = " ".join(w for w in words if w)
+    command = text.strip()
     for verb, pattern in _PATTERNS:
-        match = pattern.fullmatch(normal)
+        match = pattern.fullmatch(command)
         if match is None:
             continue
         names = match.groups()

@@ -6,12 +6,15 @@ carries, object states, lamps) and what the agent has seen, applies a
 observation text and the admissible commands of the result. The reference env, its replay and
 the expert's planner all run on it.
 
-Semantics (after ALFWorld's PDDL domain): the agent carries at most one object; it must be at
-a receptacle to open, close, take from, put in or use what is there; contents of a closed
-receptacle are hidden and out of reach; ``clean`` needs a sinkbasin, ``heat`` a microwave,
-``cool`` a fridge (at the agent's location, holding an object that can take the state); heat
-and cool undo each other; ``use`` turns a lamp at the location on or off. Anything else is
-``Nothing happens.`` and changes nothing.
+Semantics (alfworld 0.3.5's ``alfworld/data/alfred.pddl``, texts from ``alfred.twl2``): the
+agent carries at most one object; it must be at a receptacle to open, close, take from, put in
+or use what is there; contents of a closed receptacle are hidden and out of reach; ``put``
+needs ALFRED's ``canContain`` (:func:`~dreamgym_env.envs.alfworld.world.can_contain`);
+``clean`` needs a sinkbasin, ``heat`` a microwave, ``cool`` a fridge (at the agent's location,
+closed or not, holding an object that can take the state); heat and cool undo each other;
+``use`` toggles a lamp at the location for good (ToggleObject sets ``isToggled``, so its
+feedback is always "You turn on"); ``slice`` needs a knife in hand and a sliceable object at
+the location, even in a closed receptacle. Anything else is ``Nothing happens.`` and changes nothing.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from dreamgym_env.envs.alfworld.state import (
     ALFWorldState,
     Event,
     admissible_commands,
+    arrive_text,
     describe,
     examine_text,
     inventory_text,
-    room_text,
+    look_text,
     start_text,
 )
 from dreamgym_env.envs.alfworld.world import (
@@ -36,9 +40,12 @@ from dreamgym_env.envs.alfworld.world import (
     COOLER,
     HEATABLE,
     HEATER,
+    KNIVES,
     LAMPS,
     OPENABLE,
+    SLICEABLE,
     World,
+    can_contain,
     kind_of,
 )
 
@@ -59,7 +66,7 @@ class Household:
         contents: receptacle -> its objects, in listing order.
         opened: the open receptacles.
         holding: the carried object, if any.
-        states: object -> its states among ``clean``, ``hot``, ``cool``.
+        states: object -> its states among ``clean``, ``hot``, ``cool``, ``sliced``.
         lamps_on: the lamps that are on.
         seen: receptacle -> the objects the agent last saw in or on it.
         text: the observation of the last command (or the start).
@@ -111,7 +118,7 @@ class Household:
             self.world.receptacles,
             location,
             None if location is None else self.is_open(location),
-            self.visible(),
+            () if location is None else tuple(self.contents[location]),
             self.holding,
         )
 
@@ -155,15 +162,17 @@ class Household:
         is_open = self.is_open(location)
         if is_open is not False:
             self.seen[location] = tuple(self.contents[location])
-        text = describe(location, is_open, self.seen.get(location, ()))
+        seen = self.seen.get(location, ())
         if event == "arrive":
-            text = f"You arrive at {location}. {text}"
-        elif event == "open":
-            text = f"You open the {location}. {text}"
+            text = arrive_text(self.world.receptacles, location, is_open, seen)
+        else:
+            text = describe(location, is_open, seen)
+            if event == "open":
+                text = f"You open the {location}. {text}"
         self.event, self.feedback, self.text = event, "", text
 
     def _do_go(self, c: Command) -> bool:
-        if c.recep not in self.receptacle_set or c.recep == self.location:
+        if c.recep not in self.receptacle_set:  # GotoLocation allows the current location too
             return False
         self.location = c.recep
         self._look_here("arrive")
@@ -201,7 +210,7 @@ class Household:
         obj, recep = c.obj, c.recep
         if obj is None or recep is None or obj != self.holding or recep != self.location:
             return False
-        if self.is_open(recep) is False:
+        if self.is_open(recep) is False or not can_contain(kind_of(recep), kind_of(obj)):
             return False
         self.contents[recep].append(obj)
         self.where[obj], self.holding = recep, None
@@ -226,15 +235,21 @@ class Household:
     _do_clean = _do_heat = _do_cool = _process
 
     def _do_use(self, c: Command) -> bool:
-        lamp = c.obj
-        if lamp is None or kind_of(lamp) not in LAMPS or lamp not in self.visible():
+        lamp, location = c.obj, self.location
+        if lamp is None or location is None or kind_of(lamp) not in LAMPS or lamp not in self.contents[location]:
             return False
-        if lamp in self.lamps_on:
-            self.lamps_on.discard(lamp)
-            self._message(f"You turn off the {lamp}.")
-        else:
-            self.lamps_on.add(lamp)
-            self._message(f"You turn on the {lamp}.")
+        self.lamps_on.add(lamp)
+        self._message(f"You turn on the {lamp}.")
+        return True
+
+    def _do_slice(self, c: Command) -> bool:
+        obj, knife, location = c.obj, c.recep, self.location
+        if obj is None or knife is None or location is None or knife != self.holding:
+            return False
+        if kind_of(knife) not in KNIVES or kind_of(obj) not in SLICEABLE or obj not in self.contents[location]:
+            return False
+        self.states.setdefault(obj, set()).add("sliced")
+        self._message(f"You sliced the {obj} with the {knife}.")
         return True
 
     def _do_examine(self, c: Command) -> bool:
@@ -255,10 +270,5 @@ class Household:
 
     def _do_look(self, c: Command) -> bool:
         self.event, self.feedback = "look", ""
-        location = self.location
-        self.text = (
-            room_text(self.world.receptacles)
-            if location is None
-            else f"You are facing the {location}. Next to it, you see nothing."
-        )
+        self.text = look_text(self.location)
         return True

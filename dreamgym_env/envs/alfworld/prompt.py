@@ -5,41 +5,42 @@ from __future__ import annotations
 from dreamgym_env.envs.domain import DomainPrompt
 
 PROMPT = DomainPrompt(
-    rules="""ALFWorld: a household text world. One room with numbered receptacles (cabinet 1, \
-countertop 1, fridge 1 ...) and numbered objects (apple 1, mug 2 ...). The agent carries at most \
-one object. Commands:
-- go to {recep}: move there and see it.
-- open {recep} / close {recep}: at it; cabinet, drawer, fridge, microwave and safe start closed \
-and hide their contents.
-- take {obj} from {recep}: at it, visible there, hands empty. Lamps cannot be taken.
-- put {obj} in/on {recep}: holding it, at the receptacle, open if it opens.
-- clean {obj} with sinkbasin, heat {obj} with microwave, cool {obj} with fridge: holding it, \
-at that receptacle (closed is fine); makes it clean, hot or cool (heat removes cool and cool \
-removes hot). Only foods, dishes, cookware, cloth and soap can be cleaned; only foods and \
-dishes heated or cooled.
-- use {lamp}: a desklamp or floorlamp at the location; switches it on or off.
-- examine {obj|recep}, inventory, look: change nothing.
-Anything else, or a command whose conditions fail, changes nothing.""",
+    rules="""ALFWorld 0.3: a household text world. One room with numbered receptacles (cabinet 1, \
+fridge 1 ...) and objects (apple 1, mug 2 ...). The agent carries at most one object. Commands, \
+exactly so:
+- go to {recep}: move there (also where it already is).
+- open/close {recep}: at it; cabinet, drawer, fridge, microwave and safe start closed, hiding \
+their contents.
+- take {obj} from {recep}: at it, visible, hands empty. Lamps cannot be taken.
+- put {obj} in/on {recep}: holding it, at it, open if it opens, and only where ALFRED lets the \
+type go (no apple in a cabinet, no candle in a garbagecan).
+- clean {obj} with sinkbasin, heat {obj} with microwave, cool {obj} with fridge: holding it, at \
+that receptacle (closed is fine), for types that can take the state; heat removes cool, cool hot.
+- slice {obj} with {knife}: holding a knife, an apple, bread, egg, lettuce, potato or tomato here.
+- use {lamp}: a lamp here; turns it on for good.
+- examine {obj|recep}, inventory, look.
+Anything else changes nothing.""",
     state_format="""The next state is one observation in exactly these forms:
-- Start: "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, \
-..., and a toaster 1." then a blank line and "Your task is to: <goal>".
-- go to: "You arrive at <recep>. " + its view. View: "On the <recep>, you see <list>." \
-(cannot open), "The <recep> is closed.", or "The <recep> is open. In it, you see <list>."
-- open: "You open the <recep>. The <recep> is open. In it, you see <list>."; close: "You \
-close the <recep>."; examine <recep>: its view.
+- Start: "-= Welcome to TextWorld, ALFRED! =-\\n\\nYou are in the middle of a room. Looking \
+quickly around you, you see <list of receptacles>.\\n\\nYour task is to: <goal>".
+- go to: "You arrive at loc <N>. " + view: "On the <recep>, you see \
+<list>.", "The <recep> is closed.", or "The <recep> is open. In it, you see <list>."
+- open: "You open the <recep>. " + view; close: "You close the <recep>."; examine <recep>: view.
 - "You pick up the <obj> from the <recep>.", "You put the <obj> in/on the <recep>.", "You \
-clean|heat|cool the <obj> using the <recep>.", "You turn on|off the <lamp>."
-- examine <obj>: "There's nothing special about <obj>.", "This is a clean and hot <obj>.", \
-or for a lamp "The <lamp> is turned on|off."
+clean|heat|cool the <obj> using the <recep>.", "You sliced the <obj> with the <knife>.", "You \
+turn on the <lamp>."
+- examine <obj>: "This is a normal <obj>. In it, you see nothing." (bowl, box, cup, mug, pan, \
+plate, pot), "This is a hot and clean <obj>.", "This is a cold <obj>." ..., "This <lamp> is on." \
+once used, else "There's nothing special about <obj>."
 - inventory: "You are carrying: a <obj>." or "You are not carrying anything."
-- look: "You are facing the <recep>. Next to it, you see nothing." (or the start's room \
-sentence when at no receptacle).
+- look: "You are facing the <recep>. Next to it, you see nothing." (at no receptacle: "You are \
+in the middle of a room. Looking quickly around you, you see nothing.")
 - invalid: "Nothing happens."
-<list>: "nothing", "a X", "a X, and a Y", "a X, a Y, and a Z" (always "a"). The same room \
-always holds the same objects: keep what earlier observations showed.""",
-    reward_rubric="""Reward 1 only at the step that satisfies the goal, else 0. "put a/some X \
-in/on Y": an X in a receptacle of type Y. "put a clean/hot/cool X in Y" ("clean/heat/cool \
-some X and put it in Y"): an X with that state in a Y. "put two X in Y" ("find two X and put \
-them in Y"): two X in the same Y. "look at X under the L" ("examine the X with the L"): \
-holding an X while a lamp of type L at the agent's location is on. The episode ends there.""",
+<list>: "nothing", "a X", "a X, and a Y", "a X, a Y, and a Z", by type, numbers descending. \
+Keep what earlier observations showed.""",
+    reward_rubric="""Reward 1 only at the step that satisfies the goal, else 0; the episode ends \
+there. "put a/some X in/on Y" (also "put a clean/hot/cool X in Y", "clean/heat/cool some X and \
+put it in Y", "put two X in Y", "find two X and put them in Y"): one (two) X, with that state, in \
+one receptacle of type Y. "look at X under the L" ("examine the X with the L"): holding an X \
+where a lamp of type L is on.""",
 )

@@ -33,22 +33,25 @@ class ALFWorldRefEnv(gym.Env[str, str]):
     The reference env of the ALFWorld domain: seeded rooms (kitchen, bedroom, bathroom, living
     room) with numbered receptacles and objects, and ALFWorld's six task families ("put a
     clean apple in fridge.", "look at book under the desklamp.", "put two cd in drawer.").
+    It speaks ALFWorld 0.3.5 (github.com/alfworld/alfworld, tag 0.3.5, the version ReAct and
+    AgentGym report on) as TextWorld's PDDL env plays it: ``alfworld/data/alfred.pddl``'s
+    preconditions, ``alfred.twl2``'s texts, ALFRED's receptacle rules (``alfworld/gen/constants.py``).
     It is ground truth for offline trajectories, for measuring how faithfully an experience
     model predicts transitions, and for sim-to-real; never the default behind a synthetic id.
     Commands and effects are those of :mod:`~dreamgym_env.envs.alfworld.household`.
 
     ## Observation Space
-    ``UnicodeText``: ALFWorld's feedback text, e.g. ``You arrive at cabinet 1. The cabinet 1 is
+    ``UnicodeText``: ALFWorld's feedback text, e.g. ``You arrive at loc 7. The cabinet 1 is
     closed.`` The structured state behind it is :attr:`abstract_state` (an
     :class:`~dreamgym_env.envs.alfworld.state.ALFWorldState`; the text is its render).
 
     ## Action Space
     ``UnicodeText``: any string. Valid commands are ALFWorld's (``go to cabinet 1``, ``take
     apple 1 from countertop 1``, ``put apple 1 in/on fridge 1``, ``open``/``close``, ``use
-    desklamp 1``, ``clean``/``heat``/``cool ... with ...``, ``examine``, ``inventory``,
-    ``look``); ``info["admissible_actions"]`` lists those valid now. Any other string, or a
-    command that cannot be done now, gives ``Nothing happens.`` and changes nothing; it never
-    raises.
+    desklamp 1``, ``clean``/``heat``/``cool ... with ...``, ``slice ... with knife 1``,
+    ``examine``, ``inventory``, ``look``); ``info["admissible_actions"]`` lists those valid now,
+    sorted, as TextWorld does. A command must be one of them exactly (surrounding whitespace
+    aside); any other string gives ``Nothing happens.`` and changes nothing; it never raises.
 
     ## Rewards
     ``info["score"]`` is the share of the goal's conditions met (the object has the needed
@@ -59,8 +62,9 @@ class ALFWorldRefEnv(gym.Env[str, str]):
     is its final score.
 
     ## Starting State
-    The middle of the room: ``You are in the middle of a room. Looking quickly around you, you
-    see a cabinet 1, ..., and a toaster 1.`` followed by ``Your task is to: ...``.
+    The middle of the room: ``-= Welcome to TextWorld, ALFRED! =-``, a blank line, ``You are in
+    the middle of a room. Looking quickly around you, you see a cabinet 2, a cabinet 1, ..., and
+    a toaster 1.``, a blank line and ``Your task is to: ...``.
     ``reset(seed=..., options={"task": task})`` takes a :class:`~dreamgym_env.types.Task` of
     this domain or a task id; without one it draws a task of ``split`` with the env's RNG.
 
@@ -70,7 +74,8 @@ class ALFWorldRefEnv(gym.Env[str, str]):
 
     ## Info
     ``task``, ``task_id``, ``source`` (``"real"``), ``admissible_actions``, and after a step
-    ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error``.
+    ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error`` (``admissible_actions``
+    and ``won`` are ALFWorld's infos; the others are this package's additions).
 
     ## Arguments
     | argument | default | meaning |
@@ -140,7 +145,7 @@ class ALFWorldRefEnv(gym.Env[str, str]):
         return self.house.abstract_state()
 
     def admissible_actions(self) -> list[str]:
-        """The commands valid now, as ALFWorld lists them (sorted)."""
+        """The commands valid now, as TextWorld's PddlEnv lists them (``sorted(set(...))``)."""
         return list(self.house.admissible()) if self.house is not None else []
 
     def resolve_task(self, spec: Task | str | None) -> Task:

@@ -19,51 +19,88 @@ from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
 SCENES = ("kitchen", "bedroom", "bathroom", "livingroom")
 OPENABLE = frozenset({"cabinet", "drawer", "fridge", "microwave", "safe"})
-"""Receptacle types that start closed; their contents are hidden until opened."""
+"""Receptacle types that start closed; their contents are hidden until opened (ALFRED's
+``OPENABLE_CLASS_LIST`` in ``alfworld/gen/constants.py``, without the box, which is an object here)."""
 LAMPS = frozenset({"desklamp", "floorlamp"})
-"""Object types that can be toggled (``use desklamp 1``) and cannot be picked up."""
+"""Object types that can be toggled (``use desklamp 1``) and cannot be picked up (ALFRED's ``Toggleable``)."""
+
+# ALFRED's action tables (``VAL_ACTION_OBJECTS`` in alfworld 0.3.5's ``alfworld/gen/constants.py``,
+# lower case, without the *Sliced types that ALFWorld's text games leave out); alfworld's
+# ``scripts/augment_pddl_states.py`` writes them into each game's PDDL as cleanable/heatable/... facts.
 CLEANABLE = frozenset(
-    [
-        "apple",
-        "bowl",
-        "butterknife",
-        "cloth",
-        "cup",
-        "dishsponge",
-        "egg",
-        "fork",
-        "knife",
-        "ladle",
-        "lettuce",
-        "mug",
-        "pan",
-        "plate",
-        "pot",
-        "potato",
-        "soapbar",
-        "spatula",
-        "spoon",
-        "tomato",
-    ]
+    ["apple", "bowl", "butterknife", "cloth", "cup", "dishsponge", "egg", "fork", "kettle", "knife", "ladle", "lettuce", "mug", "pan", "plate", "pot", "potato", "soapbar", "spatula", "spoon", "tomato"]
 )
 HEATABLE = frozenset(["apple", "bread", "cup", "egg", "mug", "plate", "potato", "tomato"])
-COOLABLE = frozenset(
-    [
-        "apple",
-        "bowl",
-        "bread",
-        "cup",
-        "egg",
-        "lettuce",
-        "mug",
-        "pan",
-        "plate",
-        "pot",
-        "potato",
-        "tomato",
+COOLABLE = frozenset(["apple", "bowl", "bread", "cup", "egg", "lettuce", "mug", "pan", "plate", "pot", "potato", "tomato", "winebottle"])
+SLICEABLE = frozenset(["apple", "bread", "egg", "lettuce", "potato", "tomato"])
+KNIVES = frozenset({"knife", "butterknife"})
+"""What ``slice X with Y`` needs in hand (alfred.pddl's SliceObject: KnifeType or ButterKnifeType)."""
+RECEPTACLE_OBJECTS = frozenset(["bowl", "box", "cup", "mug", "plate", "pan", "pot"])
+"""ALFRED's movable receptacles: the PDDL marks them ``isReceptacleObject``, so examining one
+prints ``This is a normal mug 1. In it, you see nothing.``"""
+CAN_CONTAIN: dict[str, frozenset[str]] = {
+    recep: frozenset(objects.split())
+    for recep, objects in {
+        "armchair": "basketball book box cellphone cloth creditcard keychain laptop newspaper pillow remotecontrol",
+        "bathtubbasin": "cloth dishsponge handtowel soapbar",
+        "bed": "baseballbat basketball book cellphone laptop newspaper pillow tennisracket",
+        "cabinet": "book bowl box candle cd cloth cup dishsponge glassbottle handtowel kettle ladle mug newspaper "
+        "pan peppershaker plate plunger pot saltshaker soapbar soapbottle spraybottle tissuebox toiletpaper "
+        "toiletpaperroll vase wateringcan winebottle",
+        "coffeemachine": "mug",
+        "desk": "alarmclock basketball book bowl box candle cd cellphone cloth creditcard cup glassbottle keychain "
+        "laptop mug newspaper pen pencil plate remotecontrol soapbottle spraybottle statue tennisracket tissuebox "
+        "toiletpaper toiletpaperroll vase watch wateringcan winebottle",
+        "drawer": "book butterknife candle cd cellphone cloth creditcard dishsponge fork handtowel keychain knife "
+        "ladle newspaper pen pencil peppershaker remotecontrol saltshaker soapbar soapbottle spatula spoon "
+        "spraybottle tissuebox toiletpaper toiletpaperroll watch wateringcan",
+        "dresser": "alarmclock basketball book bowl box candle cd cellphone cloth creditcard cup glassbottle "
+        "keychain laptop mug newspaper pen pencil plate remotecontrol spraybottle statue tennisracket tissuebox "
+        "toiletpaper toiletpaperroll vase watch wateringcan winebottle",
+        "fridge": "apple bowl bread cup egg glassbottle lettuce mug pan plate pot potato tomato winebottle",
+        "garbagecan": "apple bread cd cloth dishsponge egg handtowel lettuce newspaper papertowel pen pencil potato "
+        "soapbar soapbottle spraybottle tissuebox toiletpaper toiletpaperroll tomato winebottle",
+        "handtowelholder": "handtowel",
+        "laundryhamper": "cloth",
+        "microwave": "apple bowl bread cup egg glassbottle mug plate potato tomato",
+        "ottoman": "basketball book box cellphone cloth creditcard keychain laptop newspaper pillow remotecontrol",
+        "safe": "cd cellphone creditcard keychain statue vase watch",
+        "shelf": "alarmclock book bowl box candle cd cellphone cloth creditcard cup dishsponge glassbottle handtowel "
+        "kettle keychain mug newspaper papertowel pen pencil peppershaker plate pot remotecontrol saltshaker "
+        "soapbar soapbottle spraybottle statue tissuebox toiletpaper toiletpaperroll vase watch wateringcan "
         "winebottle",
-    ]
+        "sinkbasin": "apple bowl butterknife cloth cup dishsponge egg fork glassbottle handtowel kettle knife ladle "
+        "lettuce mug pan plate pot potato soapbar spatula spoon tomato",
+        "sofa": "basketball book box cellphone cloth creditcard keychain laptop newspaper pillow remotecontrol",
+        "stoveburner": "kettle pan pot",
+        "toaster": "",
+        "toilet": "candle cloth dishsponge handtowel newspaper papertowel soapbar soapbottle spraybottle tissuebox "
+        "toiletpaper toiletpaperroll",
+        "toiletpaperhanger": "toiletpaper toiletpaperroll",
+        "towelholder": "towel",
+        "tvstand": "tissuebox",
+    }.items()
+}
+"""Receptacle type -> the object types ALFRED lets it hold (``VAL_RECEPTACLE_OBJECTS`` in
+``alfworld/gen/constants.py``, lower case, without *Sliced types; the toaster holds only
+BreadSliced there, so nothing here). ``augment_pddl_states.py`` turns it into the PDDL's
+``canContain`` facts, which alfred.pddl's PutObject requires."""
+_TABLE_TOP = (
+    "alarmclock apple baseballbat basketball book bowl box bread butterknife candle cd cellphone cloth "
+    "creditcard cup dishsponge egg fork glassbottle handtowel kettle keychain knife ladle laptop lettuce mug "
+    "newspaper pan papertowel pen pencil peppershaker plate pot potato remotecontrol saltshaker soapbar "
+    "soapbottle spatula spoon spraybottle statue tennisracket tissuebox toiletpaper toiletpaperroll tomato vase "
+    "watch wateringcan winebottle"
 )
+for _table in ("coffeetable", "countertop", "diningtable", "sidetable"):  # ALFRED's TableTop entry
+    CAN_CONTAIN[_table] = frozenset(_TABLE_TOP.split())
+
+
+def can_contain(receptacle_type: str, object_type: str) -> bool:
+    """Whether ALFRED lets a receptacle of this type hold an object of this type (:data:`CAN_CONTAIN`)."""
+    return object_type in CAN_CONTAIN.get(receptacle_type, ())
+
+
 CLEANER, HEATER, COOLER = "sinkbasin", "microwave", "fridge"
 """The receptacle types that ``clean``, ``heat`` and ``cool`` need."""
 
@@ -124,12 +161,13 @@ _RECEPTACLES: dict[str, dict[str, tuple[int, int]]] = {
     },
 }
 
+# Where each type starts and may be put: only receptacle types that ALFRED lets hold it (CAN_CONTAIN).
 _FOOD = ("countertop", "diningtable", "fridge", "garbagecan", "microwave", "sinkbasin")
 _DISH = ("cabinet", "countertop", "diningtable", "fridge", "microwave", "shelf", "sinkbasin")
 _UTENSIL = ("countertop", "diningtable", "drawer", "sinkbasin")
 _COOKWARE = ("cabinet", "countertop", "diningtable", "fridge", "sinkbasin", "stoveburner")
-_SMALL = ("cabinet", "coffeetable", "desk", "diningtable", "drawer", "dresser", "safe", "shelf", "sidetable")
-_DECOR = ("cabinet", "coffeetable", "desk", "diningtable", "dresser", "shelf", "sidetable", "tvstand")
+_SMALL = ("coffeetable", "desk", "diningtable", "drawer", "dresser", "shelf", "sidetable")
+_DECOR = ("cabinet", "coffeetable", "desk", "diningtable", "dresser", "shelf", "sidetable")
 _BATH = ("cabinet", "countertop", "drawer", "garbagecan", "shelf", "toilet")
 
 # Object type -> ((min, max) count, receptacle types it may start in and be put in), per scene.
@@ -137,7 +175,7 @@ _OBJECTS: dict[str, dict[str, tuple[tuple[int, int], tuple[str, ...]]]] = {
     "kitchen": {
         "apple": ((0, 3), _FOOD),
         "bowl": ((0, 2), _DISH),
-        "bread": ((0, 2), (*_FOOD[:4], "cabinet")),
+        "bread": ((0, 2), _FOOD[:4]),
         "butterknife": ((0, 2), _UTENSIL),
         "cup": ((0, 3), _DISH),
         "dishsponge": ((0, 2), (*_UTENSIL, "cabinet")),
@@ -145,7 +183,7 @@ _OBJECTS: dict[str, dict[str, tuple[tuple[int, int], tuple[str, ...]]]] = {
         "fork": ((0, 2), _UTENSIL),
         "knife": ((0, 3), _UTENSIL),
         "ladle": ((0, 2), _UTENSIL),
-        "lettuce": ((0, 2), _FOOD),
+        "lettuce": ((0, 2), ("countertop", "diningtable", "fridge", "garbagecan", "sinkbasin")),
         "mug": ((0, 3), (*_DISH, "coffeemachine")),
         "pan": ((0, 1), _COOKWARE),
         "peppershaker": ((0, 2), ("cabinet", "countertop", "drawer", "shelf")),
@@ -153,7 +191,7 @@ _OBJECTS: dict[str, dict[str, tuple[tuple[int, int], tuple[str, ...]]]] = {
         "pot": ((0, 2), _COOKWARE),
         "potato": ((0, 3), _FOOD),
         "saltshaker": ((0, 2), ("cabinet", "countertop", "drawer", "shelf")),
-        "soapbottle": ((0, 2), ("cabinet", "countertop", "shelf", "sinkbasin")),
+        "soapbottle": ((0, 2), ("cabinet", "countertop", "shelf")),
         "spatula": ((0, 2), _UTENSIL),
         "spoon": ((0, 2), _UTENSIL),
         "tomato": ((0, 3), _FOOD),
@@ -162,44 +200,43 @@ _OBJECTS: dict[str, dict[str, tuple[tuple[int, int], tuple[str, ...]]]] = {
     "bedroom": {
         "alarmclock": ((0, 2), ("desk", "dresser", "shelf", "sidetable")),
         "book": ((0, 3), ("bed", "desk", "drawer", "dresser", "shelf", "sidetable")),
-        "cd": ((0, 3), (*_SMALL, "garbagecan")),
-        "cellphone": ((0, 3), (*_SMALL, "bed")),
-        "creditcard": ((0, 2), _SMALL),
-        "keychain": ((0, 3), _SMALL),
+        "cd": ((0, 3), (*_SMALL, "garbagecan", "safe")),
+        "cellphone": ((0, 3), (*_SMALL, "bed", "safe")),
+        "creditcard": ((0, 2), (*_SMALL, "safe")),
+        "keychain": ((0, 3), (*_SMALL, "safe")),
         "laptop": ((0, 2), ("bed", "desk", "dresser", "sidetable")),
         "mug": ((0, 2), ("desk", "shelf", "sidetable")),
         "pen": ((0, 3), (*_SMALL, "garbagecan")),
         "pencil": ((0, 3), (*_SMALL, "garbagecan")),
         "pillow": ((0, 2), ("armchair", "bed")),
-        "teddybear": ((0, 1), ("armchair", "bed", "dresser")),
         "tissuebox": ((0, 2), ("desk", "dresser", "shelf", "sidetable")),
-        "watch": ((0, 2), _SMALL),
+        "watch": ((0, 2), (*_SMALL, "safe")),
     },
     "bathroom": {
-        "candle": ((0, 3), (*_BATH, "bathtubbasin", "countertop")),
+        "candle": ((0, 3), ("cabinet", "countertop", "drawer", "shelf", "toilet")),
         "cloth": ((0, 3), (*_BATH, "bathtubbasin", "sinkbasin")),
         "handtowel": ((0, 1), ("cabinet", "countertop", "handtowelholder")),
         "soapbar": ((0, 3), (*_BATH, "bathtubbasin", "sinkbasin")),
-        "soapbottle": ((0, 3), (*_BATH, "bathtubbasin")),
+        "soapbottle": ((0, 3), _BATH),
         "spraybottle": ((0, 3), _BATH),
         "tissuebox": ((0, 2), ("cabinet", "countertop", "shelf", "toilet")),
         "toiletpaper": ((0, 3), (*_BATH, "toiletpaperhanger")),
-        "towel": ((0, 1), ("bathtubbasin", "countertop", "towelholder")),
+        "towel": ((0, 1), ("towelholder",)),
     },
     "livingroom": {
         "book": ((0, 2), (*_DECOR, "armchair", "sofa")),
         "box": ((0, 2), (*_DECOR, "armchair", "sofa")),
         "candle": ((0, 2), _DECOR),
-        "cellphone": ((0, 2), (*_SMALL, "armchair", "sofa")),
-        "creditcard": ((0, 3), (*_SMALL, "armchair", "sofa")),
-        "keychain": ((0, 3), (*_SMALL, "armchair", "sofa")),
+        "cellphone": ((0, 2), (*_SMALL, "armchair", "safe", "sofa")),
+        "creditcard": ((0, 3), (*_SMALL, "armchair", "safe", "sofa")),
+        "keychain": ((0, 3), (*_SMALL, "armchair", "safe", "sofa")),
         "laptop": ((0, 2), ("armchair", "coffeetable", "diningtable", "sofa")),
         "newspaper": ((0, 2), ("armchair", "coffeetable", "diningtable", "garbagecan", "sidetable", "sofa")),
         "pillow": ((0, 3), ("armchair", "sofa")),
-        "remotecontrol": ((0, 3), (*_SMALL, "armchair", "sofa", "tvstand")),
-        "statue": ((0, 3), _DECOR),
+        "remotecontrol": ((0, 3), (*_SMALL, "armchair", "sofa")),
+        "statue": ((0, 3), _DECOR[1:]),
         "vase": ((0, 3), _DECOR),
-        "watch": ((0, 2), (*_SMALL, "armchair", "sofa")),
+        "watch": ((0, 2), (*_SMALL, "safe")),
     },
 }
 

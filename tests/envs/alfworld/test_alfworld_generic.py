@@ -160,7 +160,7 @@ def test_replay_grounding_adds_k_demonstrations(oracle, test_tasks, structured_t
 def test_the_curriculum_generator_accepts_a_feasible_task_and_rejects_an_infeasible_one():
     seed = next(t for t in DOMAIN.tasks("test") if t.id == "alfworld-test-00002")  # a kitchen
     base = {"parent_id": seed.id, "receptacle_type": None, "lamp_type": None}
-    feasible = {**base, "family": "pick_cool_then_place", "object_type": "Apple", "receptacle_type": "shelf"}
+    feasible = {**base, "family": "pick_two_obj_and_place", "object_type": "Winebottle", "receptacle_type": "cabinet"}
     infeasible = {**base, "family": "pick_and_place", "object_type": "book", "receptacle_type": "fridge"}
     with ScriptedOpenAIServer() as server:
         chat = EndpointChat(base_url=server.url, model="writer", api_key=None, retry=1)
@@ -171,7 +171,7 @@ def test_the_curriculum_generator_accepts_a_feasible_task_and_rejects_an_infeasi
     assert report.counts() == {"accepted": 1, "malformed": 0, "duplicate": 0, "infeasible": 1}
     assert "no book" in str(report.rejected[0])
     (task,) = report.accepted
-    assert task.instruction == "put a cool apple in shelf." and task.parent_id == seed.id
+    assert task.instruction == "put two winebottle in cabinet." and task.parent_id == seed.id
     _, info = play(DOMAIN.make_reference_env(tasks=[task], max_steps=HORIZON), task, DOMAIN.expert_policy())
     assert info["won"]  # accepted means winnable in the seed's room
 

@@ -11,83 +11,81 @@ from hypothesis import strategies as st
 from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS, ALFWorldRefEnv
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
-# Hand-written solutions of fixed test tasks (rooms kitchen 42, bedroom 43, kitchen 44).
+# Hand-written solutions of fixed test tasks (rooms kitchen 42, bedroom 43, kitchen 44), in
+# ALFWorld's exact commands (TextWorld's PddlEnv.step matches the admissible list after strip()).
 SOLUTIONS = {
-    "alfworld-test-00000": (  # put some bread on garbagecan.
-        "go to cabinet 3",
-        "open cabinet 3",
-        "take bread 2 from cabinet 3",
-        "go to garbagecan 1",
-        "put bread 2 on garbagecan 1",
+    "alfworld-test-00000": (  # put some dishsponge on countertop.
+        "go to cabinet 12",
+        "open cabinet 12",
+        "take dishsponge 1 from cabinet 12",
+        "go to countertop 1",
+        "put dishsponge 1 in/on countertop 1",
     ),
-    "alfworld-test-00001": (  # find two bread and put them in countertop.
-        "go to cabinet 5",
-        "open cabinet 5",
-        "take bread 1 from cabinet 5",
+    "alfworld-test-00001": (  # find two bread and put them in fridge.
         "go to countertop 2",
-        "put bread 1 in/on countertop 2",
-        "go to cabinet 3",
-        "open cabinet 3",
-        "take bread 2 from cabinet 3",
-        "go to countertop 2",
-        "put bread 2 in countertop 2",
+        "take bread 2 from countertop 2",
+        "go to fridge 1",
+        "open fridge 1",
+        "put bread 2 in/on fridge 1",
+        "go to countertop 3",
+        "take bread 1 from countertop 3",
+        "go to fridge 1",
+        "  put bread 1 in/on fridge 1 ",
     ),
-    "alfworld-test-00002": (  # put a hot bread in countertop.
-        "go to cabinet 3",
-        "open cabinet 3",
-        "take bread 2 from cabinet 3",
+    "alfworld-test-00002": (  # put a hot bread in fridge.
+        "go to countertop 2",
+        "take bread 2 from countertop 2",
         "go to microwave 1",
         "heat bread 2 with microwave 1",
-        "go to countertop 3",
-        "put bread 2 in countertop 3",
+        "go to fridge 1",
+        "open fridge 1",
+        "put bread 2 in/on fridge 1",
     ),
-    "alfworld-test-00003": (  # clean some spatula and put it in drawer.
-        "Go to countertop 2",
-        "take spatula 1 from countertop 2",
+    "alfworld-test-00003": (  # clean some tomato and put it in countertop.
+        "go to fridge 1",
+        "open fridge 1",
+        "take tomato 1 from fridge 1",
         "go to sinkbasin 1",
-        "clean spatula 1 with sinkbasin 1",
-        "go to drawer 4",
-        "open drawer 4",
-        "put spatula 1 in drawer 4",
+        "clean tomato 1 with sinkbasin 1",
+        "go to countertop 1",
+        "put tomato 1 in/on countertop 1",
     ),
-    "alfworld-test-00004": (  # look at teddybear under the desklamp.
-        "go to bed 1",
-        "take teddybear 1 from bed 1",
+    "alfworld-test-00004": (  # look at tissuebox under the desklamp.
+        "go to sidetable 2",
+        "take tissuebox 1 from sidetable 2",
         "go to desk 1",
-        "toggle desklamp 1",
+        "use desklamp 1",
     ),
     "alfworld-test-00008": (  # cool some winebottle and put it in countertop.
-        "go to cabinet 6",
-        "open cabinet 6",
-        "take winebottle 1 from cabinet 6",
+        "go to cabinet 11",
+        "open cabinet 11",
+        "take winebottle 2 from cabinet 11",
         "go to fridge 1",
-        "cool winebottle 1 with fridge 1",
-        "go to countertop 2",
-        "put winebottle 1 on countertop 2.",
+        "cool winebottle 2 with fridge 1",
+        "go to countertop 1",
+        "put winebottle 2 in/on countertop 1",
     ),
 }
 # Near misses: each leaves out or gets wrong one thing the goal needs.
 WRONG = {
-    "alfworld-test-00000": ("go to cabinet 3", "take bread 2 from cabinet 3", "go to garbagecan 1"),
+    "alfworld-test-00000": ("go to cabinet 12", "take dishsponge 1 from cabinet 12", "go to countertop 1"),
     "alfworld-test-00001": SOLUTIONS["alfworld-test-00001"][:5],
     "alfworld-test-00002": (  # not heated
-        "go to cabinet 3",
-        "open cabinet 3",
-        "take bread 2 from cabinet 3",
-        "go to countertop 3",
-        "put bread 2 in countertop 3",
+        "go to countertop 2",
+        "take bread 2 from countertop 2",
+        "go to fridge 1",
+        "open fridge 1",
+        "put bread 2 in/on fridge 1",
     ),
     "alfworld-test-00003": (  # not cleaned
-        "go to countertop 2",
-        "take spatula 1 from countertop 2",
-        "go to drawer 4",
-        "open drawer 4",
-        "put spatula 1 in drawer 4",
+        *SOLUTIONS["alfworld-test-00003"][:3],
+        "go to countertop 1",
+        "put tomato 1 in/on countertop 1",
     ),
-    "alfworld-test-00004": ("go to desk 1", "use desklamp 1", "go to bed 1", "take teddybear 1 from bed 1"),
+    "alfworld-test-00004": ("go to desk 1", "use desklamp 1", "go to sidetable 2", "take tissuebox 1 from sidetable 2"),
     "alfworld-test-00008": (  # heated in the fridge instead of cooled
         *SOLUTIONS["alfworld-test-00008"][:4],
-        "heat winebottle 1 with fridge 1",
+        "heat winebottle 2 with fridge 1",
         *SOLUTIONS["alfworld-test-00008"][5:],
     ),
 }
@@ -114,12 +112,14 @@ def test_check_env_passes():
 
 
 def test_reset_shows_the_room_and_the_task(env):
+    """alfred.twl2's ``intro``: the banner, ``look.feedback`` listing every receptacle, the task."""
     obs, info = env.reset(options={"task": "alfworld-test-00002"})
     assert obs == info["task"].initial_state
     assert obs.startswith(
-        "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
+        "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, "
+        "you see a cabinet 12, a cabinet 11, "
     )
-    assert obs.endswith(", and a toaster 1.\n\nYour task is to: put a hot bread in countertop.")
+    assert obs.endswith(", and a toaster 1.\n\nYour task is to: put a hot bread in fridge.")
     assert info["source"] == "real" and info["task_id"] == "alfworld-test-00002"
     assert "go to fridge 1" in info["admissible_actions"] and "look" in info["admissible_actions"]
     assert env.state == obs
@@ -142,45 +142,42 @@ def test_near_misses_do_not_win(env, task_id):
 
 
 def test_alfworld_observations(env):
-    (obs1, *_), (obs2, *_), (obs3, *_), (obs4, *_), (obs5, *_) = play(
-        env, "alfworld-test-00002", SOLUTIONS["alfworld-test-00002"][:5]
+    """Feedback rules of alfworld 0.3.5's alfred.twl2 (GotoLocation "You arrive at loc N.", PickupObject,
+    heatObject, inventory, examineObject, look, PutObject)."""
+    (obs1, *_), (obs2, *_), (obs3, *_), (obs4, *_) = play(
+        env, "alfworld-test-00002", SOLUTIONS["alfworld-test-00002"][:4]
     )
-    assert obs1 == "You arrive at cabinet 3. The cabinet 3 is closed."
-    assert obs2 == "You open the cabinet 3. The cabinet 3 is open. In it, you see a bread 2."
-    assert obs3 == "You pick up the bread 2 from the cabinet 3."
-    assert obs4 == "You arrive at microwave 1. The microwave 1 is closed."
-    assert obs5 == "You heat the bread 2 using the microwave 1."
+    assert obs1 == "You arrive at loc 55. On the countertop 2, you see a bread 2, and a potato 1."
+    assert obs2 == "You pick up the bread 2 from the countertop 2."
+    assert obs3 == "You arrive at loc 27. The microwave 1 is closed."
+    assert obs4 == "You heat the bread 2 using the microwave 1."
     assert env.step("inventory")[0] == "You are carrying: a bread 2."
     assert env.step("examine bread 2")[0] == "This is a hot bread 2."
     assert env.step("look")[0] == "You are facing the microwave 1. Next to it, you see nothing."
-    obs, *_ = env.step("go to countertop 1")
-    assert (
-        obs
-        == "You arrive at countertop 1. On the countertop 1, you see a winebottle 1, a apple 1, and a lettuce 1."
-    )
-    obs, reward, terminated, *_ = env.step("put bread 2 in/on countertop 1")
-    assert obs == "You put the bread 2 in/on the countertop 1." and terminated
+    assert env.step("go to microwave 1")[0] == "You arrive at loc 27. The microwave 1 is closed."
+    env.step("go to fridge 1")
+    assert env.step("open fridge 1")[0] == "You open the fridge 1. The fridge 1 is open. In it, you see a tomato 1."
+    obs, reward, terminated, *_ = env.step("put bread 2 in/on fridge 1")
+    assert obs == "You put the bread 2 in/on the fridge 1." and terminated
     env.reset(options={"task": "alfworld-test-00002"})
     assert env.step("inventory")[0] == "You are not carrying anything."
-    assert env.step("look")[0].startswith(
-        "You are in the middle of a room. Looking quickly around you, you see"
-    )
+    # the look action binds the agent's location, where no receptacle stands: list_appliances is empty
+    assert env.step("look")[0] == "You are in the middle of a room. Looking quickly around you, you see nothing."
 
 
 def test_clean_heat_and_cool_change_the_object_state(env):
-    play(
-        env,
-        "alfworld-test-00008",
-        ("go to countertop 1", "take tomato 1 from countertop 1", "go to sinkbasin 1"),
-    )
+    """alfred.pddl's CleanObject/HeatObject/CoolObject effects; examineObject.feedback's "hot and clean", "cold"."""
+    play(env, "alfworld-test-00003", ("go to fridge 1", "open fridge 1", "take tomato 1 from fridge 1", "go to sinkbasin 1"))
     assert env.step("clean tomato 1 with sinkbasin 1")[0] == "You clean the tomato 1 using the sinkbasin 1."
     assert env.abstract_state.object_states == {"tomato 1": ["clean"]}
     env.step("go to microwave 1")
     assert env.step("heat tomato 1 with microwave 1")[0] == "You heat the tomato 1 using the microwave 1."
     assert env.abstract_state.object_states == {"tomato 1": ["clean", "hot"]}
+    assert env.step("examine tomato 1")[0] == "This is a hot and clean tomato 1."
     env.step("go to fridge 1")
     assert env.step("cool tomato 1 with fridge 1")[0] == "You cool the tomato 1 using the fridge 1."
     assert env.abstract_state.object_states == {"tomato 1": ["clean", "cool"]}  # cooling undoes heat
+    assert env.step("examine tomato 1")[0] == "This is a cool and clean tomato 1."
     # the tool must be the right one, at the agent's location, for an object that can take the state
     for action in (
         "clean tomato 1 with fridge 1",
@@ -193,39 +190,46 @@ def test_clean_heat_and_cool_change_the_object_state(env):
 
 
 def test_alfworld_rules(env):
+    """alfred.pddl's preconditions: PickupObject needs the receptacle open and empty hands, PutObject
+    an open receptacle; GotoLocation allows the current location; unknown text is "Nothing happens."."""
     env.reset(options={"task": "alfworld-test-00000"})
     nothing = [
-        "take bread 2 from cabinet 3",  # not there yet
-        "open cabinet 3",  # not there yet
+        "take dishsponge 1 from cabinet 12",  # not there yet
+        "open cabinet 12",  # not there yet
         "go to spaceship 1",
+        "Go to cabinet 12",  # TextWorld matches the command exactly
+        "go to cabinet 12.",
     ]
     for action in nothing:
         assert env.step(action)[0] == "Nothing happens."
-    env.step("go to cabinet 3")
-    assert env.step("take bread 2 from cabinet 3")[0] == "Nothing happens."  # closed: hidden
-    env.step("open cabinet 3")
-    env.step("take bread 2 from cabinet 3")
+    env.step("go to cabinet 12")
+    assert env.step("take dishsponge 1 from cabinet 12")[0] == "Nothing happens."  # closed: hidden
+    env.step("open cabinet 12")
+    env.step("take dishsponge 1 from cabinet 12")
     env.step("go to countertop 1")
-    assert env.step("take apple 1 from countertop 1")[0] == "Nothing happens."  # hands full
-    assert env.step("go to countertop 1")[0] == "Nothing happens."  # already there
-    env.step("go to cabinet 3")
-    assert env.step("close cabinet 3")[0] == "You close the cabinet 3."
-    assert env.step("put bread 2 in cabinet 3")[0] == "Nothing happens."  # closed
-    assert env.abstract_state.inventory == ["bread 2"]
+    assert env.step("take potato 1 from countertop 2")[0] == "Nothing happens."  # not here
+    assert env.step("go to countertop 1")[0].startswith("You arrive at loc ")  # already there: admissible
+    env.step("go to cabinet 12")
+    assert env.step("close cabinet 12")[0] == "You close the cabinet 12."
+    assert env.step("put dishsponge 1 in/on cabinet 12")[0] == "Nothing happens."  # closed
+    assert env.abstract_state.inventory == ["dishsponge 1"]
 
 
 def test_the_lamp_task_needs_the_object_in_hand_at_the_lamp(env):
+    """alfred.pddl's ToggleObject sets isToggled for good, so toggleObject.feedback always reads "You turn on"."""
     steps = play(env, "alfworld-test-00004", ("go to desk 1", "use desklamp 1"))
     assert steps[-1][0] == "You turn on the desklamp 1." and steps[-1][4]["score"] == 0.5
-    env.step("go to bed 1")
-    obs, reward, terminated, _, info = env.step("take teddybear 1 from bed 1")
+    env.step("go to sidetable 2")
+    obs, reward, terminated, _, info = env.step("take tissuebox 1 from sidetable 2")
     assert not terminated and info["score"] == 0.5  # holding it, but the lit lamp is elsewhere
     obs, reward, terminated, _, info = env.step("go to desk 1")
     assert terminated and reward == 1.0  # the lamp stayed on
     env.reset(options={"task": "alfworld-test-00004"})
     env.step("go to desk 1")
+    assert env.step("examine desklamp 1")[0] == "There's nothing special about desklamp 1."
     env.step("use desklamp 1")
-    assert env.step("use desklamp 1")[0] == "You turn off the desklamp 1."
+    assert env.step("use desklamp 1")[0] == "You turn on the desklamp 1."
+    assert env.step("examine desklamp 1")[0] == "This desklamp 1 is on."
     assert env.step("take desklamp 1 from desk 1")[0] == "Nothing happens."
 
 
@@ -312,3 +316,35 @@ def test_explicit_task_list_and_render():
     env = ALFWorldRefEnv(tasks=tasks, render_mode="ansi")
     obs, info = env.reset(seed=1)
     assert info["task"] in tasks and env.render() == obs
+
+
+def test_slice_receptacle_objects_and_receptacle_rules(env):
+    """alfred.pddl's SliceObject (a knife in hand, a sliceable object here) and PutObject's canContain
+    (ALFRED's VAL_RECEPTACLE_OBJECTS); alfred.twl2's examineObject rules "This is a normal ..."
+    (isReceptacleObject first) and "... sliced ..."; sliceObject.feedback."""
+    play(env, "alfworld-test-00008", ("go to countertop 1", "take butterknife 1 from countertop 1"))
+    admissible = env.admissible_actions()
+    assert {"slice egg 1 with butterknife 1", "slice tomato 1 with butterknife 1"} <= set(admissible)
+    assert "slice bowl 1 with butterknife 1" not in admissible  # a bowl is not sliceable
+    assert env.step("slice tomato 1 with butterknife 1")[0] == "You sliced the tomato 1 with the butterknife 1."
+    assert env.step("examine bowl 1")[0] == "This is a normal bowl 1. In it, you see nothing."
+    env.step("go to fridge 1")
+    env.step("open fridge 1")
+    assert "put butterknife 1 in/on fridge 1" not in env.admissible_actions()  # no knife in a fridge
+    assert env.step("put butterknife 1 in/on fridge 1")[0] == "Nothing happens."
+    env.step("go to countertop 1")
+    env.step("put butterknife 1 in/on countertop 1")
+    env.step("take tomato 1 from countertop 1")
+    assert env.step("examine tomato 1")[0] == "This is a sliced tomato 1."
+    env.step("go to sinkbasin 1")
+    env.step("clean tomato 1 with sinkbasin 1")
+    assert env.step("examine tomato 1")[0] == "This is a clean sliced tomato 1."
+
+
+def test_process_commands_are_offered_only_for_objects_that_take_the_state(env):
+    """alfred.pddl's HeatObject needs ``heatable`` (ALFRED's VAL_ACTION_OBJECTS['Heatable']): no bowl in it."""
+    play(env, "alfworld-test-00008", ("go to countertop 1", "take bowl 1 from countertop 1", "go to microwave 1"))
+    assert not any(a.startswith("heat ") for a in env.admissible_actions())
+    assert env.step("heat bowl 1 with microwave 1")[0] == "Nothing happens."
+    env.step("go to fridge 1")
+    assert "cool bowl 1 with fridge 1" in env.admissible_actions()  # Coolable has the bowl

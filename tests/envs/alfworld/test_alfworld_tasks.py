@@ -7,6 +7,7 @@ import pytest
 from dreamgym_env.envs.alfworld.goal import FAMILIES, Goal, GoalCheck, parse_instruction
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.tasks import is_test_world, load_tasks, world_of
+from dreamgym_env.envs.alfworld.world import can_contain
 from dreamgym_env.errors import UnknownNameError
 
 
@@ -34,9 +35,9 @@ def test_the_split_is_by_room_and_fixed(tasks):
     )
     assert (tasks.test[0].id, tasks.test[0].instruction) == (
         "alfworld-test-00000",
-        "put some bread on garbagecan.",
+        "put some dishsponge on countertop.",
     )
-    assert tasks.test[4].instruction == "look at teddybear under the desklamp."
+    assert tasks.test[4].instruction == "look at tissuebox under the desklamp."
     assert load_tasks() is tasks  # built once per process
 
 
@@ -60,3 +61,12 @@ def test_tasks_are_solvable_and_not_already_solved(tasks):
 def test_unknown_split(tasks):
     with pytest.raises(UnknownNameError):
         tasks.split("validation")
+
+
+def test_every_goal_is_one_alfred_allows(tasks):
+    """alfred.pddl's PutObject needs canContain (ALFRED's VAL_RECEPTACLE_OBJECTS): no goal asks for a
+    placement that the real game could never make."""
+    for task in (*tasks.train, *tasks.test):
+        goal = task.metadata["goal"]
+        if goal["receptacle_type"] is not None:
+            assert can_contain(goal["receptacle_type"], goal["object_type"]), task.id

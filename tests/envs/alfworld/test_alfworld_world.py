@@ -2,7 +2,17 @@ from __future__ import annotations
 
 import pytest
 
-from dreamgym_env.envs.alfworld.world import LAMPS, OPENABLE, SCENES, World, kind_of, load_world, make_world
+from dreamgym_env.envs.alfworld.world import (
+    LAMPS,
+    OPENABLE,
+    SCENES,
+    World,
+    can_contain,
+    kind_of,
+    load_world,
+    make_world,
+    object_types,
+)
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
 
@@ -16,7 +26,28 @@ def test_a_fixed_world_stays_the_same():
     world = make_world("kitchen", 0)
     assert world.receptacles[:3] == ("cabinet 1", "cabinet 2", "cabinet 3")
     assert "fridge 1" in world.receptacles and "microwave 1" in world.receptacles
-    assert world.contents()["fridge 1"] == ["pot 1", "egg 2"]
+    assert world.contents()["fridge 1"] == ["egg 2", "pot 1"]
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_every_placement_is_one_alfred_allows(scene):
+    """alfworld/gen/constants.py's VAL_RECEPTACLE_OBJECTS (the PDDL's canContain): no pickable object
+    starts where ALFRED forbids it, and every type the scene offers may go where it is listed."""
+    for place_list in object_types(scene).values():
+        assert place_list
+    for kind, places in object_types(scene).items():
+        assert all(can_contain(place, kind) for place in places), kind
+    for seed in range(30):
+        world = make_world(scene, seed)
+        for obj, recep in world.placement:
+            assert kind_of(obj) in LAMPS or can_contain(kind_of(recep), kind_of(obj)), (obj, recep)
+
+
+def test_alfred_rules_forbid_what_alfred_forbids():
+    """ALFRED's VAL_RECEPTACLE_OBJECTS: a candle may not go in a garbagecan, an apple not in a cabinet."""
+    assert not can_contain("garbagecan", "candle") and not can_contain("cabinet", "apple")
+    assert can_contain("countertop", "apple") and can_contain("sidetable", "apple")  # TableTop's entry
+    assert not can_contain("toaster", "bread")  # only BreadSliced, which the text games leave out
 
 
 def test_world_round_trips_through_json():
