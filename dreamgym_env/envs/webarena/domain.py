@@ -40,6 +40,8 @@ _NAME = re.compile(r"\b[A-Z][\w'-]*(?: [A-Z][\w'-]*)+")
 _STATIC = re.compile(r"^\s*\[\d+\] StaticText '(.*)'\s*$")
 _AMOUNT = re.compile(r"^\$?([\d,]+(?:\.\d+)?)$")
 MAX_ANSWER_CHARS = 60
+NOT_APPLICABLE = "N/A"
+"""The answer WebArena's prompts ask for when a task cannot be done."""
 MAX_ANSWERS = 16
 """Answer candidates ``stop [<answer>]`` gives at most."""
 _NUMBERS = re.compile(r"\d+(?:[.:]\d+)?")
@@ -205,12 +207,15 @@ class WebArenaDomain(Domain):
 
         ``<text>``: the instruction's quoted phrases, the places of "from A to B", project paths,
         order numbers, prices and capitalised names (a product, a customer), at most
-        :data:`MAX_FILLS`, each typed with Enter and without (``[0]``). ``<answer>``: the page's short static texts, each also without its
+        :data:`MAX_FILLS`, each typed with Enter and without (``[0]``). ``<answer>``: nothing, ``N/A``,
+        then the page's short static texts, each also without its
         label ("Price: $20.35" gives "$20.35" and "20.35"), their numbers and last words, at most
         :data:`MAX_ANSWERS`.
         """
         if "<answer>" in action:
-            return [_filled(action, value) for value in page_values(observation)]
+            # no answer (a state task stops after its change) and "N/A" (WebArena's answer for a
+            # task that cannot be done) come before the page's values
+            return [_filled(action, value) for value in ("", NOT_APPLICABLE, *page_values(observation))]
         if "<text>" not in action or task is None:
             return []
         filled = [_filled(action, value) for value in instruction_phrases(task.instruction)]

@@ -31,10 +31,11 @@ Compact mode: "URL: <url>", "Tabs: [0] <title> (current) | ...", then "[<id>] <r
 for interactive and text elements only.
 A page longer than the viewport ends with "(more above: scroll [up])" and/or "(more below: scroll [down])".
 After an invalid action the page is repeated with a last line "Invalid action: <reason>".""",
-    reward_rubric="""Reward 1 only at the step the task is completed, else 0: for a state-changing task \
-(add to cart, buy, change an order status or a price, subscribe, vote, comment, post, star, create or \
-close an issue, add a member) the step whose form submission makes the change; for an information task \
-the stop [answer] step with the right answer (numbers, names or values as the site shows them); for a \
-navigation task the stop step on the requested page. A wrong answer or stopping early gives 0 and ends \
-the episode.""",
+    reward_rubric="""Reward only at the stop [answer] step, which alone ends an episode (WebArena's \
+evaluators judge then, never earlier): 1 when every check of the task passes, else 0. A state-changing \
+task (add to cart, buy, change an order status or a price, subscribe, vote, comment, post, star, create or \
+close an issue, add a member) passes when the sites hold the change at stop; an information task when the \
+answer holds the reference (numbers, names or values as the site shows them; "N/A" for a task that cannot \
+be done); a navigation task when the page at stop is the requested one. Every other step gives 0, also the \
+step of a form submission that makes the change.""",
 )

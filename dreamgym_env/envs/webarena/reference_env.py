@@ -12,7 +12,7 @@ from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
-from dreamgym_env.envs.webarena.evaluators import Verdict, check_state, evaluate
+from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
 from dreamgym_env.envs.webarena.html import page_html
 from dreamgym_env.envs.webarena.state import (
@@ -67,8 +67,8 @@ class WebArenaRefEnv(gym.Env[str, str]):
 
     ## Rewards
     The task's evaluator (``task.metadata["eval"]``, WebArena's ``string_match``, ``url_match``
-    and a state program) decides. A state-changing task is won at the step its state check
-    first passes; every task is judged at ``stop [answer]``. ``reward="outcome"`` (default):
+    and a state program) judges the episode at ``stop [answer]`` only, as WebArena's run loop
+    does: a state-changing task must still be stopped after its change. ``reward="outcome"`` (default):
     1 when won, else 0. ``reward="score"``: the evaluator's partial credit (the share of
     ``must_include`` references found, fuzzy similarity; state and URL checks are 0 or 1).
     ``info["score"]`` is that partial credit in either mode.
@@ -79,7 +79,8 @@ class WebArenaRefEnv(gym.Env[str, str]):
     task of ``split`` (of ``sites``) with the env's seeded RNG.
 
     ## Episode End
-    Terminated by ``stop [...]`` or when a state-changing task's check passes. Truncated after
+    Terminated only by ``stop [...]`` (WebArena's ``stop`` action, the only one that ends an
+    episode there). Truncated after
     ``max_steps`` steps when set (``gym.make`` applies :data:`MAX_EPISODE_STEPS` through
     ``TimeLimit`` instead).
 
@@ -263,11 +264,11 @@ class WebArenaRefEnv(gym.Env[str, str]):
             return self.state, 0.0, False, truncated, info
         self._message = ""
         spec = self.task.metadata["eval"]
+        # As WebArena's run loop: only the agent's stop ends an episode, and the evaluator
+        # judges the final page and state then (a finished form alone never ends it).
         verdict: Verdict | None = None
         if isinstance(command, Command) and command.verb == "stop":
             verdict = evaluate(spec, command.text, self.browser.url, self.world)
-        elif check_state(spec, self.world):
-            verdict = Verdict(True, 1.0)
         terminated = verdict is not None
         self.last_verdict = verdict
         score = verdict.score if verdict else 0.0

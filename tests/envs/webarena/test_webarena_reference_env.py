@@ -53,7 +53,8 @@ def test_reset_restores_the_seeded_state(env, element_id, task_of):
     env.reset(options={"task": task})
     forum = task.metadata["slots"]["forum"]
     env.step(f"goto [http://reddit.local/f/{forum}]")
-    *_, info = env.step(f"click [{element_id(env.state, 'button', 'Subscribe')}]")
+    env.step(f"click [{element_id(env.state, 'button', 'Subscribe')}]")
+    *_, info = env.step("stop []")
     assert info["won"]
     obs, _ = env.reset(options={"task": task})
     obs, *_ = env.step(f"goto [http://reddit.local/f/{forum}]")
@@ -100,10 +101,14 @@ def _solve_gitlab(env, slots, element_id):
      ("reddit.comment", _solve_reddit), ("gitlab.new_issue", _solve_gitlab)],
 )
 def test_state_changing_task_done_by_hand_is_won_and_left_undone_is_lost(env, template, solve, task_of, element_id):
+    """Only ``stop`` ends an episode, as in WebArena's run.py loop (``action_type == STOP`` breaks it):
+    the change itself gives no reward and does not terminate; the stop after it is judged."""
     task = task_of(template)
     env.reset(options={"task": task})
     obs, reward, terminated, truncated, info = solve(env, task.metadata["slots"], element_id)
-    assert (reward, terminated, truncated, info["won"], info["action_valid"]) == (1.0, True, False, True, True)
+    assert (reward, terminated, truncated, info["won"], info["action_valid"]) == (0.0, False, False, False, True)
+    obs, reward, terminated, truncated, info = env.step("stop []")
+    assert (reward, terminated, truncated, info["won"]) == (1.0, True, False, True)
     env.reset(options={"task": task})
     obs, reward, terminated, truncated, info = env.step("stop []")
     assert (reward, terminated, info["won"]) == (0.0, True, False)
