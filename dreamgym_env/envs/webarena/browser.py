@@ -9,6 +9,7 @@ actions. Typing replaces a field's text (WebArena's agents clear a field before 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 from dreamgym_env.envs.webarena.grammar import Command
 from dreamgym_env.envs.webarena.sites.base import TEXT_ROLES, Node, NotFound, Outcome, Page, Value, split_url
@@ -43,6 +44,12 @@ class Tab:
     @property
     def url(self) -> str:
         return self.history[self.index]
+
+
+def _lower_host(url: str) -> str:
+    """``url`` with its scheme and host in lower case, as Chromium shows a URL it navigated to."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()))
 
 
 class ActionFailed(Exception):
@@ -210,6 +217,7 @@ class Browser:
             self._scroll(command.text)
         elif verb == "goto":
             url = command.text if "://" in command.text or command.text == BLANK else f"http://{command.text}"
+            url = _lower_host(url)
             try:
                 self.navigate(url)
             except NotFound as exc:

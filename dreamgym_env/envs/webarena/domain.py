@@ -17,7 +17,7 @@ from dreamgym_env.envs.domain import (
     Policy,
     Split,
 )
-from dreamgym_env.envs.webarena.grammar import parse_action, parse_command
+from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
 from dreamgym_env.errors import ConfigurationError
@@ -40,8 +40,6 @@ _NAME = re.compile(r"\b[A-Z][\w'-]*(?: [A-Z][\w'-]*)+")
 _STATIC = re.compile(r"^\s*\[\d+\] StaticText '(.*)'\s*$")
 _AMOUNT = re.compile(r"^\$?([\d,]+(?:\.\d+)?)$")
 MAX_ANSWER_CHARS = 60
-NOT_APPLICABLE = "N/A"
-"""The answer WebArena's prompts ask for when a task cannot be done."""
 MAX_ANSWERS = 16
 """Answer candidates ``stop [<answer>]`` gives at most."""
 _NUMBERS = re.compile(r"\d+(?:[.:]\d+)?")

@@ -15,6 +15,8 @@ from functools import lru_cache
 from dreamgym_env.envs.domain import ActionError, ParsedAction
 
 MAX_ACTION_CHARS = 2_000
+NOT_APPLICABLE = "N/A"
+"""The answer of ``stop`` for a task that cannot be done (WebArena's prompts ask for "N/A")."""
 VERBS = (
     "click",
     "type",

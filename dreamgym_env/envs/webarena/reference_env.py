@@ -66,12 +66,13 @@ class WebArenaRefEnv(gym.Env[str, str]):
     the page stays, with a line ``Invalid action: ...``; it never raises.
 
     ## Rewards
-    The task's evaluator (``task.metadata["eval"]``, WebArena's ``string_match``, ``url_match``
-    and a state program) judges the episode at ``stop [answer]`` only, as WebArena's run loop
-    does: a state-changing task must still be stopped after its change. ``reward="outcome"`` (default):
-    1 when won, else 0. ``reward="score"``: the evaluator's partial credit (the share of
-    ``must_include`` references found, fuzzy similarity; state and URL checks are 0 or 1).
-    ``info["score"]`` is that partial credit in either mode.
+    The task's evaluator (``task.metadata["eval"]``: WebArena's ``string_match``, ``url_match``
+    and ``program_html``, and ``program_state`` checks of the sites' state, see
+    :mod:`~dreamgym_env.envs.webarena.evaluators`) judges the episode at ``stop [answer]`` only,
+    as WebArena's run loop does: a state-changing task must still be stopped after its change.
+    The score is the product of the evaluators' 0/1 scores (``EvaluatorComb``), so
+    ``reward="outcome"`` (default) and ``reward="score"`` give the same 1 or 0; ``info["score"]``
+    is that score.
 
     ## Starting State
     The home page of the task's site in a fresh world (the seeded data, nothing changed).
@@ -95,7 +96,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
     |---|---|---|
     | ``split`` | ``"train"`` | where random tasks come from (``"train"`` or ``"test"``, 165 tasks) |
     | ``tasks`` | ``None`` | an explicit task list instead of the split |
-    | ``reward`` | ``"outcome"`` | ``"outcome"`` or ``"score"`` (see Rewards) |
+    | ``reward`` | ``"outcome"`` | ``"outcome"`` or ``"score"`` (the same here, see Rewards) |
     | ``max_steps`` | ``None`` | truncate after this many steps |
     | ``render_mode`` | ``None`` | ``"ansi"`` (text), ``"human"`` (print), ``"html"`` (an HTML page) |
     | ``observation`` | ``"axtree"`` | ``"axtree"`` or ``"compact"`` |
@@ -177,6 +178,17 @@ class WebArenaRefEnv(gym.Env[str, str]):
             more_above=browser.more_above,
             more_below=browser.more_below,
             message=self._message,
+        )
+
+    def page_text(self, url: str) -> str:
+        """The text of the page at ``url`` now (``"last"``: the current page, all of it).
+
+        What ``program_html``'s whole-page locator reads: every element, not only the viewport.
+        """
+        browser = self.browser if url == "last" else Browser(self.world, url)
+        return "\n".join(
+            " ".join([e.name, str(e.properties["value"])]) if "value" in e.properties else e.name
+            for e in browser.elements()
         )
 
     def admissible_actions(self) -> list[str]:
@@ -268,7 +280,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
         # judges the final page and state then (a finished form alone never ends it).
         verdict: Verdict | None = None
         if isinstance(command, Command) and command.verb == "stop":
-            verdict = evaluate(spec, command.text, self.browser.url, self.world)
+            verdict = evaluate(spec, command.text, self.browser.url, self.world, self.page_text)
         terminated = verdict is not None
         self.last_verdict = verdict
         score = verdict.score if verdict else 0.0

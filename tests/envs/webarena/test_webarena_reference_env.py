@@ -130,7 +130,7 @@ def test_map_route_answer_right_and_wrong(env, element_id, task_of):
 
 
 @pytest.mark.parametrize("template", ["shopping.price", "shopping_admin.customer_orders", "reddit.author",
-                                      "gitlab.open_issues", "map.address"])
+                                      "gitlab.stars", "map.address"])
 def test_info_task_scores_the_reference_answer_and_not_a_wrong_one(env, template, task_of):
     task = task_of(template)
     answers = task.metadata["eval"]["reference_answers"]
@@ -150,14 +150,47 @@ def test_navigation_task_is_judged_by_the_url_at_stop(env, element_id, task_of):
     assert env.step("stop []")[1] == 1.0
 
 
-def test_score_mode_gives_partial_credit():
+def test_score_mode_gives_no_partial_credit():
+    """``EvaluatorComb`` multiplies 0/1 scores: one of two products named scores 0 in either mode."""
     env = WebArenaRefEnv(reward="score")
     task = next(t for t in env.task_set.train if t.metadata["template"] == "shopping_admin.bestsellers_year"
                 and len(t.metadata["eval"]["reference_answers"]["must_include"]) == 2)
     env.reset(options={"task": task})
-    first = task.metadata["eval"]["reference_answers"]["must_include"][0]
+    first, second = task.metadata["eval"]["reference_answers"]["must_include"]
     _, reward, _, _, info = env.step(f"stop [{first}]")
-    assert reward == 0.5 and info["score"] == 0.5 and not info["won"]
+    assert reward == 0.0 and info["score"] == 0.0 and not info["won"]
+    env.reset(options={"task": task})
+    _, reward, _, _, info = env.step(f"stop [{second}; {first}]")
+    assert reward == 1.0 and info["won"]
+
+
+def test_unachievable_task_is_won_by_answering_n_a_only(env, task_of):
+    """WebArena's unachievable configs: ``fuzzy_match: "N/A"``, an exact match of the answer "N/A"."""
+    task = task_of("shopping.price_unavailable")
+    assert task.metadata["eval"]["reference_answers"] == {"fuzzy_match": "N/A"}
+    for answer, reward in (("N/A", 1.0), ("", 0.0), ("0.00", 0.0)):
+        env.reset(options={"task": task})
+        assert env.step(f"stop [{answer}]")[1] == reward
+
+
+def test_goto_lower_cases_the_host_and_url_match_then_passes(env, task_of):
+    """Chromium shows a navigated URL with a lower-case host; ``URLEvaluator`` then matches it."""
+    task = task_of("reddit.forum_page")
+    forum = task.metadata["slots"]["forum"]
+    env.reset(options={"task": task})
+    obs, *_ = env.step(f"goto [http://REDDIT.Local/f/{forum}/]")
+    assert env.browser.url == f"http://reddit.local/f/{forum}/"
+    assert env.step("stop []")[1] == 1.0
+
+
+def test_a_new_post_is_judged_by_the_content_of_the_page_at_stop(env, task_of):
+    """``HTMLContentEvaluator`` with url ``last`` and an empty locator reads the page at stop."""
+    task = task_of("reddit.new_post")
+    spec = task.metadata["eval"]
+    assert spec["eval_types"] == ["url_match", "program_html"]
+    assert spec["program_html"][0]["url"] == "last"
+    env.reset(options={"task": task})
+    assert task.metadata["slots"]["title"] not in env.page_text("last")
 
 
 # -- invalid actions ------------------------------------------------------------------------------
