@@ -18,15 +18,19 @@ search boxes and one-line forms.
 - stop [answer]: ends the episode; the answer is judged for information tasks (empty for others).
 Invalid, page unchanged plus an error line: an id not on the page, malformed syntax, an unknown URL, \
 no page to go back/forward to, typing into a non-text element.""",
-    state_format="""Observation (axtree mode):
-Tab 0 (current): <title>	Tab 1: <title> ...
-URL: <url>
+    state_format="""Observation (axtree mode), as WebArena's TextObervationProcessor prints it, then the URL:
+Tab 0 (current): <title> | Tab 1: <title> ...
+(a blank line)
 [1] RootWebArea '<title>' focused: True
 \t[<id>] <role> '<name>' <property>: <value> ...
-... one element a line, indented by depth with tabs; ids numbered in depth-first order from 1, \
-stable while the page is the same. Roles: link, button, textbox, combobox, option, heading, \
-StaticText, list, listitem, banner, navigation, main, alert (a site message after a form). \
-Properties: focused: True, required: True|False, value: '<text>', expanded: True|False, selected: True|False.
+URL: <url>
+... one element a line, indented by one tab per printed ancestor; the name as Python's repr \
+(double quotes when it holds a single quote); property values unquoted. Ids are numbered in \
+depth-first order over the whole page, stable while the page is the same; nameless layout nodes \
+(list, listitem, banner, navigation) are left out, leaving gaps in the ids, and a StaticText already \
+said in the 3 lines before is left out. Roles: link, button, textbox, combobox, option, heading, \
+StaticText, main, alert (a site message after a form). Properties: focused: True, required: True|False, \
+value: <typed text>, expanded: True|False, selected: True|False, hasPopup: menu.
 Compact mode: "URL: <url>", "Tabs: [0] <title> (current) | ...", then "[<id>] <role>: <name> (<properties>)" \
 for interactive and text elements only.
 A page longer than the viewport ends with "(more above: scroll [up])" and/or "(more below: scroll [down])".

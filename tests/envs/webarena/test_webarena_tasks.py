@@ -40,7 +40,7 @@ def test_every_site_and_template_has_tasks_and_metadata():
     assert {t.metadata["template"] for t in every} == {t.id for t in TEMPLATES}
     for task in every[::37]:
         meta = task.metadata
-        assert task.domain == "webarena" and task.initial_state.split("\n")[1] == f"URL: {meta['start_url']}"
+        assert task.domain == "webarena" and f"\nURL: {meta['start_url']}\n" in f"{task.initial_state}\n"
         assert meta["kind"] in ("info", "state", "navigation") and meta["data_seed"] == 0
         kinds = meta["eval"]["eval_types"]
         if meta["kind"] == "state":
