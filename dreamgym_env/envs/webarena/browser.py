@@ -150,10 +150,15 @@ class Browser:
     def more_below(self) -> bool:
         return self.tab.scroll + VIEWPORT < len(self.elements()) - 1
 
+    def tab_titles(self) -> list[str]:
+        """Each tab's page title (the current page's from its numbered root, without a reload)."""
+        return [
+            self.elements()[0].name if i == self.active else self.title(tab.url) for i, tab in enumerate(self.tabs)
+        ]
+
     def render(self, mode: ObservationMode = "axtree") -> str:
-        titles = [self.title(tab.url) for tab in self.tabs]
         return render_elements(
-            self.url, titles, self.active, self.visible(), mode, self.more_above, self.more_below
+            self.url, self.tab_titles(), self.active, self.visible(), mode, self.more_above, self.more_below
         )
 
     def _changed(self) -> None:

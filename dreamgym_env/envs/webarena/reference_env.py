@@ -169,7 +169,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
         return WebArenaState(
             url=browser.url,
             title=browser.elements()[0].name,
-            tabs=[browser.title(tab.url) for tab in browser.tabs],
+            tabs=browser.tab_titles(),
             active_tab=browser.active,
             elements=[
                 Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
@@ -319,8 +319,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
             return self.state
         if self.render_mode == "html":
             browser = self.browser
-            tabs = [browser.title(tab.url) for tab in browser.tabs]
-            return page_html(browser.url, tabs, browser.active, browser.visible(), self._message)
+            return page_html(browser.url, browser.tab_titles(), browser.active, browser.visible(), self._message)
         if self.render_mode == "human":
             print(self.state)
         return None

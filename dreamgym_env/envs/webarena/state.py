@@ -191,16 +191,18 @@ def tree_lines(elements: Iterable[ElementLike]) -> list[str]:
     ``StaticText`` whose text is empty or in one of the three lines before is left out.
     """
     lines: list[str] = []
-    ancestors: list[tuple[int, bool]] = []  # (depth, printed) of the open nodes above
+    # the open nodes above: (depth, printed ancestors up to and including this node)
+    ancestors: list[tuple[int, int]] = []
     for e in elements:
         while ancestors and ancestors[-1][0] >= e.depth:
             ancestors.pop()
+        above = ancestors[-1][1] if ancestors else 0
         props = e.properties
         if not e.name.strip() and ((not props and e.role in PRUNED_ROLES) or (props and e.role == "listitem")):
-            ancestors.append((e.depth, False))
+            ancestors.append((e.depth, above))
             continue
-        indent = "\t" * sum(printed for _, printed in ancestors)
-        ancestors.append((e.depth, True))
+        indent = "\t" * above
+        ancestors.append((e.depth, above + 1))
         line = f"{indent}[{e.id}] {e.role} {e.name!r}"
         if props:
             line += " " + " ".join(f"{k}: {v}" for k, v in props.items())
