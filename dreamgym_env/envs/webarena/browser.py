@@ -9,6 +9,7 @@ actions. Typing replaces a field's text (WebArena's agents clear a field before 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit, urlunsplit
 
 from dreamgym_env.envs.webarena.grammar import Command
 from dreamgym_env.envs.webarena.sites.base import TEXT_ROLES, Node, NotFound, Outcome, Page, Value, split_url
@@ -43,6 +44,12 @@ class Tab:
     @property
     def url(self) -> str:
         return self.history[self.index]
+
+
+def _lower_host(url: str) -> str:
+    """``url`` with its scheme and host in lower case, as Chromium shows a URL it navigated to."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme=parts.scheme.lower(), netloc=parts.netloc.lower()))
 
 
 class ActionFailed(Exception):
@@ -143,10 +150,15 @@ class Browser:
     def more_below(self) -> bool:
         return self.tab.scroll + VIEWPORT < len(self.elements()) - 1
 
+    def tab_titles(self) -> list[str]:
+        """Each tab's page title (the current page's from its numbered root, without a reload)."""
+        return [
+            self.elements()[0].name if i == self.active else self.title(tab.url) for i, tab in enumerate(self.tabs)
+        ]
+
     def render(self, mode: ObservationMode = "axtree") -> str:
-        titles = [self.title(tab.url) for tab in self.tabs]
         return render_elements(
-            self.url, titles, self.active, self.visible(), mode, self.more_above, self.more_below
+            self.url, self.tab_titles(), self.active, self.visible(), mode, self.more_above, self.more_below
         )
 
     def _changed(self) -> None:
@@ -210,6 +222,7 @@ class Browser:
             self._scroll(command.text)
         elif verb == "goto":
             url = command.text if "://" in command.text or command.text == BLANK else f"http://{command.text}"
+            url = _lower_host(url)
             try:
                 self.navigate(url)
             except NotFound as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from dreamgym_env.envs.domain import (
     Policy,
     Split,
 )
-from dreamgym_env.envs.webarena.grammar import parse_action, parse_command
+from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
 from dreamgym_env.errors import ConfigurationError
@@ -37,7 +38,7 @@ _ORDER = re.compile(r"#(\d+)")
 _PRICE = re.compile(r"\$(\d+(?:\.\d+)?)")
 _MEMBER = re.compile(r"\bAdd (\S+) as an? (\w+)")
 _NAME = re.compile(r"\b[A-Z][\w'-]*(?: [A-Z][\w'-]*)+")
-_STATIC = re.compile(r"^\s*\[\d+\] StaticText '(.*)'\s*$")
+_STATIC = re.compile(r"^\s*\[\d+\] StaticText ('.*'|\".*\")\s*$")
 _AMOUNT = re.compile(r"^\$?([\d,]+(?:\.\d+)?)$")
 MAX_ANSWER_CHARS = 60
 MAX_ANSWERS = 16
@@ -77,14 +78,24 @@ def _filled(action: str, value: str) -> str:
     return ACTION_SLOT.sub(lambda _: value, action)
 
 
+def _literal(quoted: str) -> str:
+    """The text of a name as the tree prints it (Python's ``repr``)."""
+    try:
+        return str(ast.literal_eval(quoted))
+    except (ValueError, SyntaxError):
+        return quoted[1:-1]
+
+
 def page_values(observation: str) -> list[str]:
     """Short values the page shows (static texts, without their labels, their numbers and last words), at most :data:`MAX_ANSWERS`."""
     values: list[str] = []
     for line in observation.split("\n"):
         match = _STATIC.match(line)
-        if match is None or not match.group(1).strip() or len(match.group(1)) > MAX_ANSWER_CHARS:
+        if match is None:
             continue
-        text = match.group(1).strip()
+        text = _literal(match.group(1)).strip()
+        if not text or len(text) > MAX_ANSWER_CHARS:
+            continue
         value = text.split(": ", 1)[1].strip() if ": " in text else text
         amount = _AMOUNT.match(value)
         values += [value, amount.group(1).replace(",", "")] if amount else [value]
@@ -205,12 +216,15 @@ class WebArenaDomain(Domain):
 
         ``<text>``: the instruction's quoted phrases, the places of "from A to B", project paths,
         order numbers, prices and capitalised names (a product, a customer), at most
-        :data:`MAX_FILLS`, each typed with Enter and without (``[0]``). ``<answer>``: the page's short static texts, each also without its
+        :data:`MAX_FILLS`, each typed with Enter and without (``[0]``). ``<answer>``: nothing, ``N/A``,
+        then the page's short static texts, each also without its
         label ("Price: $20.35" gives "$20.35" and "20.35"), their numbers and last words, at most
         :data:`MAX_ANSWERS`.
         """
         if "<answer>" in action:
-            return [_filled(action, value) for value in page_values(observation)]
+            # no answer (a state task stops after its change) and "N/A" (WebArena's answer for a
+            # task that cannot be done) come before the page's values
+            return [_filled(action, value) for value in ("", NOT_APPLICABLE, *page_values(observation))]
         if "<text>" not in action or task is None:
             return []
         filled = [_filled(action, value) for value in instruction_phrases(task.instruction)]

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE
 from dreamgym_env.envs.webarena.state import Element, parse_state
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
@@ -111,6 +112,10 @@ PLANS: dict[str, Callable[[dict[str, str]], list[Step]]] = {
     "shopping.price": lambda s: [*_shop(s["product"]), Answer(text_matching(r"^Price: \$([\d.]+)$"))],
     "shopping.review_count": lambda s: [*_shop(s["product"]), Answer(text_matching(r"^(\d+) Reviews$"))],
     "shopping.rating": lambda s: [*_shop(s["product"]), Answer(text_matching(r"^Rating: (\d+)%$"))],
+    "shopping.price_unavailable": lambda s: [
+        Type("Search entire store here...", s["product"]),
+        Answer(lambda _: NOT_APPLICABLE),
+    ],
     "shopping.add_to_cart": lambda s: [*_shop(s["product"]), Click("button", "Add to Cart")],
     "shopping.add_qty": lambda s: [
         *_shop(s["product"]),
@@ -184,6 +189,7 @@ PLANS: dict[str, Callable[[dict[str, str]], list[Step]]] = {
         Type("Title", s["title"], False),
         Click("button", "Create submission"),
     ],
+    "reddit.forum_page": lambda s: [*_forum(s), Answer(nothing)],
     "reddit.comment_count": lambda s: [*_post(s), Answer(text_matching(r"^(\d+) comments$"))],
     "reddit.author": lambda s: [*_post(s), Answer(text_matching(r"^Submitted by (\S+) in "))],
     "gitlab.star": lambda s: [*_project(s), Click("button", "Star")],
@@ -214,6 +220,7 @@ PLANS: dict[str, Callable[[dict[str, str]], list[Step]]] = {
         Click("link", "Issues"),
         Answer(text_matching(r"^Open (\d+)$")),
     ],
+    "gitlab.issues_page": lambda s: [*_project(s), Click("link", "Issues"), Answer(nothing)],
     "gitlab.stars": lambda s: [*_project(s), Answer(text_matching(r"^Stars: (\d+)$"))],
     "gitlab.mr_author": lambda s: [
         *_project(s),
@@ -226,6 +233,7 @@ PLANS: dict[str, Callable[[dict[str, str]], list[Step]]] = {
     "map.walk_time": lambda s: [*_route(s, "Foot"), Answer(text_matching(r"Time: (\d+:\d\d)\.$"))],
     "map.bike_time": lambda s: [*_route(s, "Bicycle"), Answer(text_matching(r"Time: (\d+:\d\d)\.$"))],
     "map.distance": lambda s: [*_route(s, "Car"), Answer(text_matching(r"^Distance: ([\d.]+)km\."))],
+    "map.directions": lambda s: [*_route(s, "Car"), Answer(nothing)],
     "map.address": lambda s: [
         Type("Search", s["place"]),
         Click("link", s["place"]),

@@ -1,9 +1,20 @@
 """WebArena's action grammar (the id-based action space of the WebArena paper).
 
-``click [id]``, ``type [id] [text] [0|1]`` (1, the default, presses Enter after typing),
-``hover [id]``, ``press [key_comb]``, ``scroll [up|down]``, ``new_tab``, ``tab_focus [index]``,
-``close_tab``, ``goto [url]``, ``go_back``, ``go_forward`` and ``stop [answer]``. An action
-wrapped in a Markdown code span or block (as WebArena's agents answer) is read from inside it.
+Parsed as ``create_id_based_action`` in ``browser_env/actions.py`` of web-arena-x/webarena at
+commit ``f62e0b99bc7d9e0cd996d0cf5ebb2225780ec279`` does: the verb is the text before the first
+``[`` (or the first word when there is none), case-sensitive; each verb's pattern is searched
+for in the action, so text after it is ignored:
+
+``click [id]``, ``hover [id]``, ``type [id] [text] [0|1]`` (without a final ``[0]`` or ``[1]``,
+`` [1]`` is appended: Enter is pressed; the text needs a character and is matched greedily),
+``press [key_comb]``, ``scroll [up|down]`` (brackets optional), ``new_tab``, ``tab_focus [index]``,
+``close_tab``, ``goto [url]``, ``go_back``, ``go_forward`` (the four take no argument and ignore
+any) and ``stop [answer]`` (``stop`` or ``stop []`` answer nothing). A single space at most
+between a verb and its ``[``, none inside the brackets of an id.
+
+An answer holding a Markdown code block is read from the first one, as WebArena's prompt
+constructors (``agent/prompts/prompt_constructor.py``, ``_extract_action``) read the model's
+reply; an action longer than :data:`MAX_ACTION_CHARS` is refused (an addition of ours).
 """
 
 from __future__ import annotations
@@ -15,6 +26,8 @@ from functools import lru_cache
 from dreamgym_env.envs.domain import ActionError, ParsedAction
 
 MAX_ACTION_CHARS = 2_000
+NOT_APPLICABLE = "N/A"
+"""The answer of ``stop`` for a task that cannot be done (WebArena's prompts ask for "N/A")."""
 VERBS = (
     "click",
     "type",
@@ -29,13 +42,19 @@ VERBS = (
     "go_forward",
     "stop",
 )
-_FENCED = re.compile(r"```(?:[a-z]*\n)?(.*?)```", re.DOTALL)
-_ID = re.compile(r"^\[\s*(\d{1,9})\s*\]$")
-_TYPE = re.compile(
-    r"^\[\s*(\d{1,9})\s*\]\s*\[(.*)\]\s*\[\s*([01])\s*\]$|^\[\s*(\d{1,9})\s*\]\s*\[(.*)\]$", re.DOTALL
-)
-_BRACKET = re.compile(r"^\[(.*)\]$", re.DOTALL)
-_KEY = re.compile(r"^[A-Za-z0-9]+(?:\+[A-Za-z0-9]+)*$")
+NO_ARGUMENT = frozenset({"new_tab", "close_tab", "go_back", "go_forward"})
+_FENCED = re.compile(r"```((.|\n)*?)```")
+PATTERNS = {
+    "click": re.compile(r"click ?\[(\d+)\]"),
+    "hover": re.compile(r"hover ?\[(\d+)\]"),
+    "type": re.compile(r"type ?\[(\d+)\] ?\[(.+)\] ?\[(\d+)\]"),
+    "press": re.compile(r"press ?\[(.+)\]"),
+    "scroll": re.compile(r"scroll ?\[?(up|down)\]?"),
+    "goto": re.compile(r"goto ?\[(.+)\]"),
+    "tab_focus": re.compile(r"tab_focus ?\[(\d+)\]"),
+    "stop": re.compile(r"stop ?\[(.+)\]"),
+}
+"""Each verb's pattern, searched for in the action as ``create_id_based_action`` does."""
 USAGE = {
     "click": "click [id]",
     "type": "type [id] [text] [0|1]",
@@ -77,11 +96,13 @@ class Command:
 
 
 def _unwrap(text: str) -> str:
-    fenced = _FENCED.findall(text)
-    if fenced:
-        return fenced[-1].strip()
-    text = text.strip()
-    return text[1:-1].strip() if len(text) > 1 and text[0] == text[-1] == "`" else text
+    fenced = _FENCED.search(text)
+    return fenced.group(1).strip() if fenced else text
+
+
+def verb_of(action: str) -> str:
+    """``create_id_based_action``'s verb: the text before the first ``[``, else the first word."""
+    return action.split("[")[0].strip() if "[" in action else action.split()[0].strip()
 
 
 @lru_cache(maxsize=8192)
@@ -91,49 +112,26 @@ def parse_command(text: str) -> Command | ActionError:
         return ActionError(f"an action must be a string, got {type(text).__name__}")
     if len(text) > MAX_ACTION_CHARS:
         return ActionError(f"action longer than {MAX_ACTION_CHARS} characters")
-    body = _unwrap(text)
-    verb, _, rest = body.partition(" ")
-    verb, rest = verb.lower(), rest.strip()
+    action = _unwrap(text).strip()
+    if not action:
+        return ActionError(f"empty action; valid: {', '.join(VERBS)}")
+    verb = verb_of(action)
     if verb not in VERBS:
         return ActionError(f"unknown action {verb[:40]!r}; valid: {', '.join(VERBS)}")
-    if verb in ("new_tab", "close_tab", "go_back", "go_forward"):
-        return Command(verb) if not rest else ActionError(f"{verb} takes no argument")
+    if verb in NO_ARGUMENT:
+        return Command(verb)
+    if verb == "type" and not (action.endswith("[0]") or action.endswith("[1]")):
+        action += " [1]"
+    match = PATTERNS[verb].search(action)
+    if match is None:
+        return Command(verb) if verb == "stop" else ActionError(f"invalid {verb} action, expected {USAGE[verb]}")
     if verb in ("click", "hover"):
-        match = _ID.match(rest)
-        return Command(verb, element=int(match.group(1))) if match else ActionError(f"expected {USAGE[verb]}")
+        return Command(verb, element=int(match.group(1)))
     if verb == "type":
-        match = _TYPE.match(rest)
-        if match is None:
-            return ActionError(f"expected {USAGE['type']}")
-        if match.group(1) is not None:
-            return Command(
-                verb, element=int(match.group(1)), text=match.group(2), enter=match.group(3) == "1"
-            )
-        return Command(verb, element=int(match.group(4)), text=match.group(5))
-    match = _BRACKET.match(rest)
-    argument = match.group(1).strip() if match else None
-    if verb == "stop":
-        return (
-            Command(verb, text=argument) if argument is not None else ActionError(f"expected {USAGE['stop']}")
-        )
+        return Command(verb, element=int(match.group(1)), text=match.group(2), enter=match.group(3) == "1")
     if verb == "tab_focus":
-        ok = argument is not None and argument.isdigit() and len(argument) < 4
-        return (
-            Command(verb, index=int(argument)) if ok and argument else ActionError(f"expected {USAGE[verb]}")
-        )
-    if verb == "scroll":
-        ok = argument is not None and argument.lower() in ("up", "down")
-        return (
-            Command(verb, text=argument.lower())
-            if ok and argument
-            else ActionError(f"expected {USAGE[verb]}")
-        )
-    if verb == "press":
-        ok = argument is not None and _KEY.match(argument) is not None
-        return Command(verb, text=argument) if ok and argument else ActionError(f"expected {USAGE[verb]}")
-    if not argument or any(c.isspace() for c in argument):
-        return ActionError(f"expected {USAGE['goto']} with a URL without spaces")
-    return Command(verb, text=argument)
+        return Command(verb, index=int(match.group(1)))
+    return Command(verb, text=match.group(1))
 
 
 def parse_action(text: str) -> ParsedAction | ActionError:

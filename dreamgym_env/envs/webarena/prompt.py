@@ -18,23 +18,28 @@ search boxes and one-line forms.
 - stop [answer]: ends the episode; the answer is judged for information tasks (empty for others).
 Invalid, page unchanged plus an error line: an id not on the page, malformed syntax, an unknown URL, \
 no page to go back/forward to, typing into a non-text element.""",
-    state_format="""Observation (axtree mode):
-Tab 0 (current): <title>	Tab 1: <title> ...
-URL: <url>
+    state_format="""Observation (axtree mode), as WebArena's TextObervationProcessor prints it, then the URL:
+Tab 0 (current): <title> | Tab 1: <title> ...
+(a blank line)
 [1] RootWebArea '<title>' focused: True
 \t[<id>] <role> '<name>' <property>: <value> ...
-... one element a line, indented by depth with tabs; ids numbered in depth-first order from 1, \
-stable while the page is the same. Roles: link, button, textbox, combobox, option, heading, \
-StaticText, list, listitem, banner, navigation, main, alert (a site message after a form). \
-Properties: focused: True, required: True|False, value: '<text>', expanded: True|False, selected: True|False.
+URL: <url>
+... one element a line, indented by one tab per printed ancestor; the name as Python's repr \
+(double quotes when it holds a single quote); property values unquoted. Ids are numbered in \
+depth-first order over the whole page, stable while the page is the same; nameless layout nodes \
+(list, listitem, banner, navigation) are left out, leaving gaps in the ids, and a StaticText already \
+said in the 3 lines before is left out. Roles: link, button, textbox, combobox, option, heading, \
+StaticText, main, alert (a site message after a form). Properties: focused: True, required: True|False, \
+value: <typed text>, expanded: True|False, selected: True|False, hasPopup: menu.
 Compact mode: "URL: <url>", "Tabs: [0] <title> (current) | ...", then "[<id>] <role>: <name> (<properties>)" \
 for interactive and text elements only.
 A page longer than the viewport ends with "(more above: scroll [up])" and/or "(more below: scroll [down])".
 After an invalid action the page is repeated with a last line "Invalid action: <reason>".""",
-    reward_rubric="""Reward 1 only at the step the task is completed, else 0: for a state-changing task \
-(add to cart, buy, change an order status or a price, subscribe, vote, comment, post, star, create or \
-close an issue, add a member) the step whose form submission makes the change; for an information task \
-the stop [answer] step with the right answer (numbers, names or values as the site shows them); for a \
-navigation task the stop step on the requested page. A wrong answer or stopping early gives 0 and ends \
-the episode.""",
+    reward_rubric="""Reward only at the stop [answer] step, which alone ends an episode (WebArena's \
+evaluators judge then, never earlier): 1 when every check of the task passes, else 0. A state-changing \
+task (add to cart, buy, change an order status or a price, subscribe, vote, comment, post, star, create or \
+close an issue, add a member) passes when the sites hold the change at stop; an information task when the \
+answer holds the reference (numbers, names or values as the site shows them; "N/A" for a task that cannot \
+be done); a navigation task when the page at stop is the requested one. Every other step gives 0, also the \
+step of a form submission that makes the change.""",
 )

@@ -12,7 +12,7 @@ from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
-from dreamgym_env.envs.webarena.evaluators import Verdict, check_state, evaluate
+from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
 from dreamgym_env.envs.webarena.html import page_html
 from dreamgym_env.envs.webarena.state import (
@@ -66,12 +66,13 @@ class WebArenaRefEnv(gym.Env[str, str]):
     the page stays, with a line ``Invalid action: ...``; it never raises.
 
     ## Rewards
-    The task's evaluator (``task.metadata["eval"]``, WebArena's ``string_match``, ``url_match``
-    and a state program) decides. A state-changing task is won at the step its state check
-    first passes; every task is judged at ``stop [answer]``. ``reward="outcome"`` (default):
-    1 when won, else 0. ``reward="score"``: the evaluator's partial credit (the share of
-    ``must_include`` references found, fuzzy similarity; state and URL checks are 0 or 1).
-    ``info["score"]`` is that partial credit in either mode.
+    The task's evaluator (``task.metadata["eval"]``: WebArena's ``string_match``, ``url_match``
+    and ``program_html``, and ``program_state`` checks of the sites' state, see
+    :mod:`~dreamgym_env.envs.webarena.evaluators`) judges the episode at ``stop [answer]`` only,
+    as WebArena's run loop does: a state-changing task must still be stopped after its change.
+    The score is the product of the evaluators' 0/1 scores (``EvaluatorComb``), so
+    ``reward="outcome"`` (default) and ``reward="score"`` give the same 1 or 0; ``info["score"]``
+    is that score.
 
     ## Starting State
     The home page of the task's site in a fresh world (the seeded data, nothing changed).
@@ -79,7 +80,8 @@ class WebArenaRefEnv(gym.Env[str, str]):
     task of ``split`` (of ``sites``) with the env's seeded RNG.
 
     ## Episode End
-    Terminated by ``stop [...]`` or when a state-changing task's check passes. Truncated after
+    Terminated only by ``stop [...]`` (WebArena's ``stop`` action, the only one that ends an
+    episode there). Truncated after
     ``max_steps`` steps when set (``gym.make`` applies :data:`MAX_EPISODE_STEPS` through
     ``TimeLimit`` instead).
 
@@ -94,7 +96,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
     |---|---|---|
     | ``split`` | ``"train"`` | where random tasks come from (``"train"`` or ``"test"``, 165 tasks) |
     | ``tasks`` | ``None`` | an explicit task list instead of the split |
-    | ``reward`` | ``"outcome"`` | ``"outcome"`` or ``"score"`` (see Rewards) |
+    | ``reward`` | ``"outcome"`` | ``"outcome"`` or ``"score"`` (the same here, see Rewards) |
     | ``max_steps`` | ``None`` | truncate after this many steps |
     | ``render_mode`` | ``None`` | ``"ansi"`` (text), ``"human"`` (print), ``"html"`` (an HTML page) |
     | ``observation`` | ``"axtree"`` | ``"axtree"`` or ``"compact"`` |
@@ -167,7 +169,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
         return WebArenaState(
             url=browser.url,
             title=browser.elements()[0].name,
-            tabs=[browser.title(tab.url) for tab in browser.tabs],
+            tabs=browser.tab_titles(),
             active_tab=browser.active,
             elements=[
                 Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
@@ -176,6 +178,17 @@ class WebArenaRefEnv(gym.Env[str, str]):
             more_above=browser.more_above,
             more_below=browser.more_below,
             message=self._message,
+        )
+
+    def page_text(self, url: str) -> str:
+        """The text of the page at ``url`` now (``"last"``: the current page, all of it).
+
+        What ``program_html``'s whole-page locator reads: every element, not only the viewport.
+        """
+        browser = self.browser if url == "last" else Browser(self.world, url)
+        return "\n".join(
+            " ".join([e.name, str(e.properties["value"])]) if "value" in e.properties else e.name
+            for e in browser.elements()
         )
 
     def admissible_actions(self) -> list[str]:
@@ -263,11 +276,11 @@ class WebArenaRefEnv(gym.Env[str, str]):
             return self.state, 0.0, False, truncated, info
         self._message = ""
         spec = self.task.metadata["eval"]
+        # As WebArena's run loop: only the agent's stop ends an episode, and the evaluator
+        # judges the final page and state then (a finished form alone never ends it).
         verdict: Verdict | None = None
         if isinstance(command, Command) and command.verb == "stop":
-            verdict = evaluate(spec, command.text, self.browser.url, self.world)
-        elif check_state(spec, self.world):
-            verdict = Verdict(True, 1.0)
+            verdict = evaluate(spec, command.text, self.browser.url, self.world, self.page_text)
         terminated = verdict is not None
         self.last_verdict = verdict
         score = verdict.score if verdict else 0.0
@@ -306,8 +319,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
             return self.state
         if self.render_mode == "html":
             browser = self.browser
-            tabs = [browser.title(tab.url) for tab in browser.tabs]
-            return page_html(browser.url, tabs, browser.active, browser.visible(), self._message)
+            return page_html(browser.url, browser.tab_titles(), browser.active, browser.visible(), self._message)
         if self.render_mode == "human":
             print(self.state)
         return None

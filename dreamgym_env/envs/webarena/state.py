@@ -1,18 +1,31 @@
 r"""The abstract state of a WebArena page and its two text renderings.
 
-``axtree`` is WebArena's observation: a tab line, the URL, then the accessibility tree, one
-element a line, indented by depth, ``[id] role 'name'`` followed by properties::
+``axtree`` is WebArena's observation as ``TextObervationProcessor`` prints it
+(``browser_env/processors.py`` of web-arena-x/webarena at commit
+``f62e0b99bc7d9e0cd996d0cf5ebb2225780ec279``), followed by the URL line that WebArena's prompt
+template puts after the observation (``agent/prompts/raw/p_cot_id_actree_2s.py``:
+``OBSERVATION:\n{observation}\nURL: {url}``)::
 
-    Tab 0 (current): One Stop Market
-    URL: http://shopping.local/
+    Tab 0 (current): One Stop Market | Tab 1: New Tab
+
     [1] RootWebArea 'One Stop Market' focused: True
-    \t[2] banner ''
-    \t\t[3] link 'One Stop Market'
-    \t\t[6] textbox 'Search entire store here...' required: False
+    \t[3] link 'One Stop Market'
+    \t[6] textbox 'Search entire store here...' required: False
+    \t[9] StaticText "Editor's picks"
+    URL: http://shopping.local/
     (more below: scroll [down])
 
-The page shows the elements in its viewport; a last line says when ``scroll [up]`` or
-``scroll [down]`` would show more.
+The tabs are joined with `` | `` and a blank line follows (``process``). A node reads
+``[id] role repr(name)`` and its properties as ``name: value`` with the value unquoted
+(``parse_accessibility_tree``). A node without a name or properties whose role is a layout one
+(:data:`PRUNED_ROLES`), and a nameless ``listitem`` with properties, is left out and its children
+move up a level; a ``StaticText`` whose text is empty or already in one of the three lines before
+it is left out (``clean_accesibility_tree``). Element ids stay those of the whole page, so a
+pruned node leaves a gap, as the real node ids do.
+
+Beyond the real text, additively: the typed text of a field as a ``value`` property (the real
+tree shows it in the field's node, not as a property), a last line saying when ``scroll [up]`` or
+``scroll [down]`` would show more, and after an invalid action a line ``Invalid action: ...``.
 
 ``compact`` is the paper's abstract state: the interactive and content elements only, one a
 line as ``[id] role: name (properties)``, without the layout nodes. :func:`parse_state` reads
@@ -21,6 +34,7 @@ either back into a :class:`WebArenaState`.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, Protocol
@@ -51,13 +65,31 @@ COMPACT_ROLES = frozenset(
         "alert",
     }
 )
-_TAB = re.compile(r"Tab (\d+)( \(current\))?: (.*?)(?=\tTab \d+|$)")
-_VALUE = r"(?:True|False|'.*?'(?= \w+: |$)|\S+)"
-_AXTREE = re.compile(rf"^(\t*)\[(\d+)\] (\S+) '(.*?)'((?: \w+: {_VALUE})*)$")
-_PROP = re.compile(rf" (\w+): ({_VALUE})")
+PRUNED_ROLES = frozenset(
+    {
+        "generic",
+        "img",
+        "list",
+        "strong",
+        "paragraph",
+        "banner",
+        "navigation",
+        "Section",
+        "LabelText",
+        "Legend",
+        "listitem",
+    }
+)
+"""Roles whose nameless, property-less nodes ``parse_accessibility_tree`` leaves out."""
+TAB_SEPARATOR = " | "
+_TAB = re.compile(r"Tab (\d+)( \(current\))?: (.*?)(?= \| Tab \d+(?: \(current\))?: |$)")
 _PROPERTY_NAMES = "focused|required|value|expanded|selected|checked|hasPopup"
+_NAME = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+_AXTREE = re.compile(rf"^(\t*)\[(\d+)\] (\S+) ({_NAME})((?: (?:{_PROPERTY_NAMES}): .*)?)$")
+_PROP = re.compile(rf" ({_PROPERTY_NAMES}): (.*?)(?= (?:{_PROPERTY_NAMES}): |$)")
 _COMPACT = re.compile(rf"^\[(\d+)\] (\S+): (.*?)(?: \(((?:{_PROPERTY_NAMES})\b.*)\))?$")
 _COMPACT_SPLIT = re.compile(rf", (?=(?:{_PROPERTY_NAMES})(?::|,|$))")
+_STATIC_TEXT = re.compile(r"\[\d+\] StaticText (.+)", re.DOTALL)
 
 
 # Bounds for the schema the experience model answers in (not checks on the reference env's
@@ -145,7 +177,42 @@ def _value(value: str | bool) -> str:
 
 
 def render_tabs(tabs: Sequence[str], active: int) -> str:
-    return "\t".join(f"Tab {i}{' (current)' if i == active else ''}: {title}" for i, title in enumerate(tabs))
+    """The tab line of ``TextObervationProcessor.process``: ``Tab i (current): title`` joined by `` | ``."""
+    return TAB_SEPARATOR.join(
+        f"Tab {i} (current): {title}" if i == active else f"Tab {i}: {title}" for i, title in enumerate(tabs)
+    )
+
+
+def tree_lines(elements: Iterable[ElementLike]) -> list[str]:
+    """The accessibility-tree lines of a page's elements (depth-first, with their depths).
+
+    ``parse_accessibility_tree``: ``[id] role repr(name)`` and ``name: value`` properties, one
+    tab of indent per printed ancestor, pruned nodes left out; ``clean_accesibility_tree``: a
+    ``StaticText`` whose text is empty or in one of the three lines before is left out.
+    """
+    lines: list[str] = []
+    # the open nodes above: (depth, printed ancestors up to and including this node)
+    ancestors: list[tuple[int, int]] = []
+    for e in elements:
+        while ancestors and ancestors[-1][0] >= e.depth:
+            ancestors.pop()
+        above = ancestors[-1][1] if ancestors else 0
+        props = e.properties
+        if not e.name.strip() and ((not props and e.role in PRUNED_ROLES) or (props and e.role == "listitem")):
+            ancestors.append((e.depth, above))
+            continue
+        indent = "\t" * above
+        ancestors.append((e.depth, above + 1))
+        line = f"{indent}[{e.id}] {e.role} {e.name!r}"
+        if props:
+            line += " " + " ".join(f"{k}: {v}" for k, v in props.items())
+        if "statictext" in line.lower():
+            match = _STATIC_TEXT.search(line)
+            text = match.group(1)[1:-1] if match else ""
+            if not text or any(text in previous for previous in lines[-3:]):
+                continue
+        lines.append(line)
+    return lines
 
 
 def render_elements(
@@ -175,11 +242,7 @@ def render_elements(
                 suffix = f" ({', '.join(shown)})" if shown else ""
                 lines.append(f"[{e.id}] {e.role}: {e.name}{suffix}")
         return "\n".join([*lines, *scroll_lines])
-    lines = [render_tabs(tabs, active), f"URL: {url}"]
-    for e in elements:
-        props = "".join(f" {k}: {_value(v)}" for k, v in e.properties.items())
-        lines.append(f"{chr(9) * e.depth}[{e.id}] {e.role} '{e.name}'{props}")
-    return "\n".join([*lines, *scroll_lines])
+    return "\n".join([render_tabs(tabs, active), "", *tree_lines(elements), f"URL: {url}", *scroll_lines])
 
 
 def render(state: WebArenaState, mode: ObservationMode = "axtree") -> str:
@@ -191,9 +254,11 @@ def render(state: WebArenaState, mode: ObservationMode = "axtree") -> str:
 
 
 def _parse_value(raw: str) -> str | bool:
-    if raw in ("True", "False"):
-        return raw == "True"
-    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == "'" else raw
+    return raw == "True" if raw in ("True", "False") else raw
+
+
+def _parse_compact_value(raw: str) -> str | bool:
+    return raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == "'" else _parse_value(raw)
 
 
 def parse_state(text: str) -> WebArenaState:
@@ -210,6 +275,8 @@ def parse_state(text: str) -> WebArenaState:
             url = line[5:]
         elif line.startswith(ERROR_PREFIX):
             message = line
+        elif not line:
+            continue
         elif line.startswith("Tab "):
             for i, match in enumerate(_TAB.finditer(line)):
                 tabs.append(match.group(3))
@@ -226,7 +293,7 @@ def parse_state(text: str) -> WebArenaState:
                 Element(
                     id=int(m.group(2)),
                     role=m.group(3),
-                    name=m.group(4),
+                    name=ast.literal_eval(m.group(4)),
                     depth=len(m.group(1)),
                     properties=props,
                 )
@@ -236,7 +303,7 @@ def parse_state(text: str) -> WebArenaState:
             for part in _COMPACT_SPLIT.split(m.group(4) or ""):
                 key, sep, value = part.partition(": ")
                 if key:
-                    props[key] = _parse_value(value) if sep else True
+                    props[key] = _parse_compact_value(value) if sep else True
             elements.append(Element(id=int(m.group(1)), role=m.group(2), name=m.group(3), properties=props))
     title = next((e.name for e in elements if e.role == "RootWebArea"), tabs[active] if tabs else "")
     return WebArenaState(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from dreamgym_env.envs.webarena.evaluators import OR
+from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE
 from dreamgym_env.envs.webarena.sites.admin import MONTHS
 from dreamgym_env.envs.webarena.sites.base import make_url
 from dreamgym_env.envs.webarena.sites.gitlab import ME as GITLAB_ME
@@ -87,6 +87,30 @@ def program(check: str, **args: Any) -> dict[str, Any]:
     return {"eval_types": ["program_state"], "program": {"check": check, **args}}
 
 
+def at_url(spec: dict[str, Any], url: str) -> dict[str, Any]:
+    """``spec`` with a ``url_match`` first, as WebArena's ``["url_match", "program_html"]`` tasks."""
+    return {**spec, "eval_types": ["url_match", *spec["eval_types"]], "reference_url": url}
+
+
+def url_match(url: str) -> dict[str, Any]:
+    return {"eval_types": ["url_match"], "reference_url": url}
+
+
+def page_includes(*texts: str, url: str = "last") -> dict[str, Any]:
+    """A ``program_html`` check: the page at ``url`` (``"last"``: the page at stop) shows every text."""
+    target = {"url": url, "locator": "", "required_contents": {"must_include": list(texts)}}
+    return {"eval_types": ["program_html"], "program_html": [target]}
+
+
+def not_applicable(note: str) -> dict[str, Any]:
+    """An unachievable task's evaluator, as WebArena's configs write it."""
+    return {
+        "eval_types": ["string_match"],
+        "reference_answers": {"fuzzy_match": NOT_APPLICABLE},
+        "string_note": note,
+    }
+
+
 def _shuffled(rng: random.Random, items: Iterable[Any]) -> list[Any]:
     out = list(items)
     rng.shuffle(out)
@@ -144,6 +168,13 @@ def _r_product_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
     return resolve
 
 
+def _r_missing_price(data: SiteData, slots: Slots) -> Resolved | str:
+    name = " ".join(slots.get("product", "").split())
+    if not name or data.store.product_named(name) is not None:
+        return f"the shop sells {name!r}: the task would be achievable"
+    return {"product": name}, not_applicable(f"the shop has no product {name}")
+
+
 def _r_cart(data: SiteData, slots: Slots) -> Resolved | str:
     p = _product(data, slots)
     qty = _number(slots.get("qty", "1"))
@@ -192,8 +223,9 @@ def _r_set_status(data: SiteData, slots: Slots) -> Resolved | str:
         )
     if order.status == status:
         return f"order #{number} is already {status}"
-    return {"order": str(number), "status": status}, program(
-        "order_status", number=order.number, status=status
+    spec = program("order_status", number=order.number, status=status)
+    return {"order": str(number), "status": status}, at_url(
+        spec, make_url("admin.local", f"/sales/order/{order.number}")
     )
 
 
@@ -287,9 +319,8 @@ def _r_comment(data: SiteData, slots: Slots) -> Resolved | str:
     post, text = _post(data, slots), " ".join(slots.get("comment", "").split())
     if isinstance(post, str) or not text or "'" in text:
         return post if isinstance(post, str) else "the comment must be non-empty, without single quotes"
-    return {"comment": text, "post": post.title, "forum": post.forum}, program(
-        "commented", post_id=post.id, text=text
-    )
+    spec = program("commented", post_id=post.id, text=text)
+    return {"comment": text, "post": post.title, "forum": post.forum}, at_url(spec, _post_url(post))
 
 
 def _r_new_post(data: SiteData, slots: Slots) -> Resolved | str:
@@ -300,7 +331,12 @@ def _r_new_post(data: SiteData, slots: Slots) -> Resolved | str:
             if forum is None
             else "the title must be non-empty, without single quotes"
         )
-    return {"title": title, "forum": forum.name}, program("posted", forum=forum.name, title=title)
+    if any(title.lower() in p.title.lower() for p in data.reddit.posts if p.forum == forum.name):
+        return f"/f/{forum.name} already shows a post titled {title!r}"
+    # the new post's page (where the site lands) shows its title; WebArena checks the page content
+    return {"title": title, "forum": forum.name}, at_url(
+        page_includes(title), make_url("reddit.local", f"/f/{forum.name}")
+    )
 
 
 def _r_post_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
@@ -330,8 +366,10 @@ def _r_new_issue(data: SiteData, slots: Slots) -> Resolved | str:
     project, title = _project(data, slots), " ".join(slots.get("title", "").split())
     if isinstance(project, str) or not title or "'" in title:
         return project if isinstance(project, str) else "the title must be non-empty, without single quotes"
-    return {"title": title, "project": project.path}, program(
-        "issue_created", project=project.path, title=title
+    if any(title.lower() in i.title.lower() for i in project.issues):
+        return f"{project.path} already has an issue titled {title!r}"
+    return {"title": title, "project": project.path}, at_url(
+        page_includes(title), make_url("gitlab.local", f"/{project.path}/-/issues")
     )
 
 
@@ -348,8 +386,9 @@ def _r_member(data: SiteData, slots: Slots) -> Resolved | str:
         )
     if dict(project.members).get(user) in ("Owner", role):
         return f"{user} is already {dict(project.members)[user]} of {project.path}"
-    return {"user": user, "role": role, "project": project.path}, program(
-        "member", project=project.path, user=user, role=role
+    spec = program("member", project=project.path, user=user, role=role)
+    return {"user": user, "role": role, "project": project.path}, at_url(
+        spec, make_url("gitlab.local", f"/{project.path}/-/project_members")
     )
 
 
@@ -372,8 +411,11 @@ def _r_project_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
         project = _project(data, slots)
         if isinstance(project, str):
             return project
-        count = sum(i.state == "opened" for i in project.issues) if fact == "open" else project.stars
-        return {"project": project.path}, must_include(str(count))
+        if fact == "open":
+            count = sum(i.state == "opened" for i in project.issues)
+            issues = make_url("gitlab.local", f"/{project.path}/-/issues")
+            return {"project": project.path}, at_url(must_include(str(count)), issues)
+        return {"project": project.path}, must_include(str(project.stars))
 
     return resolve
 
@@ -396,8 +438,11 @@ def _r_route(mode: str, fact: str) -> Callable[[SiteData, Slots], Resolved | str
         if isinstance(places, str):
             return places
         route = Route(places[0], places[1], mode)
-        answer = f"{route.km}" if fact == "distance" else f"{route.time}{OR}{route.minutes} min"
-        return {"start": places[0].name, "end": places[1].name}, must_include(answer)
+        slots = {"start": places[0].name, "end": places[1].name}
+        if fact == "directions":
+            query = {"from": places[0].name, "to": places[1].name, "mode": mode}
+            return slots, url_match(make_url("map.local", "/directions", **query))
+        return slots, must_include(f"{route.km}" if fact == "distance" else route.time)
 
     return resolve
 
@@ -412,6 +457,24 @@ def _r_address(data: SiteData, slots: Slots) -> Resolved | str:
         "eval_types": ["string_match"],
         "reference_answers": {"fuzzy_match": [place.address]},
     }
+
+
+def _r_forum_page(data: SiteData, slots: Slots) -> Resolved | str:
+    forum = data.reddit.forum(slots.get("forum", ""))
+    if forum is None:
+        return f"there is no forum {slots.get('forum')!r}"
+    return {"forum": forum.name}, url_match(make_url("reddit.local", f"/f/{forum.name}"))
+
+
+def _r_issues_page(data: SiteData, slots: Slots) -> Resolved | str:
+    project = _project(data, slots)
+    if isinstance(project, str):
+        return project
+    return {"project": project.path}, url_match(make_url("gitlab.local", f"/{project.path}/-/issues"))
+
+
+def _post_url(post: Post) -> str:
+    return make_url("reddit.local", f"/f/{post.forum}/{post.id}")
 
 
 # -- candidates ---------------------------------------------------------------------------------------
@@ -432,6 +495,13 @@ def _projects(data: SiteData, rng: random.Random) -> list[Slots]:
     return [{"project": p.path} for p in _shuffled(rng, data.gitlab.projects)]
 
 
+def _missing_products(data: SiteData, rng: random.Random) -> list[Slots]:
+    """Names of the store's pattern (brand, line, noun) that it does not sell."""
+    nouns = sorted({p.name.split()[-1] for p in data.store.products})
+    names = [f"{p.name.rsplit(' ', 1)[0]} {noun}" for p in data.store.products for noun in nouns]
+    return [{"product": n} for n in _shuffled(rng, names) if data.store.product_named(n) is None]
+
+
 def _mine(data: SiteData, rng: random.Random) -> list[Slots]:
     return [{"order": str(o.number)} for o in data.store.orders if o.customer_id == SHOP_ME]
 
@@ -442,7 +512,7 @@ TEMPLATES: tuple[Template, ...] = (
         "shopping",
         "info",
         "What is the price of {product}?",
-        70,
+        50,
         _products,
         _r_product_fact("price"),
     ),
@@ -465,7 +535,16 @@ TEMPLATES: tuple[Template, ...] = (
         _r_product_fact("rating"),
     ),
     Template(
-        "shopping.add_to_cart", "shopping", "state", "Add {product} to my cart.", 50, _products, _r_cart
+        "shopping.price_unavailable",
+        "shopping",
+        "info",
+        "What is the price of {product}?",
+        70,
+        _missing_products,
+        _r_missing_price,
+    ),
+    Template(
+        "shopping.add_to_cart", "shopping", "state", "Add {product} to my cart.", 70, _products, _r_cart
     ),
     Template(
         "shopping.add_qty",
@@ -520,7 +599,7 @@ TEMPLATES: tuple[Template, ...] = (
         "shopping_admin",
         "info",
         "How many orders did customer {customer} place?",
-        50,
+        40,
         lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)],
         _r_customer("orders"),
     ),
@@ -538,7 +617,7 @@ TEMPLATES: tuple[Template, ...] = (
         "shopping_admin",
         "info",
         "What is the grand total of order #{order}?",
-        50,
+        40,
         lambda d, r: [{"order": str(o.number)} for o in _shuffled(r, d.store.orders)],
         _r_order_total,
     ),
@@ -624,11 +703,20 @@ TEMPLATES: tuple[Template, ...] = (
         _r_new_post,
     ),
     Template(
+        "reddit.forum_page",
+        "reddit",
+        "navigation",
+        "Show me the forum /f/{forum}.",
+        20,
+        lambda d, r: [{"forum": f.name} for f in _shuffled(r, d.reddit.forums)],
+        _r_forum_page,
+    ),
+    Template(
         "reddit.comment_count",
         "reddit",
         "info",
         "How many comments does the post '{post}' in /f/{forum} have?",
-        50,
+        40,
         _posts,
         _r_post_fact("comments"),
     ),
@@ -637,7 +725,7 @@ TEMPLATES: tuple[Template, ...] = (
         "reddit",
         "info",
         "Who posted '{post}' in /f/{forum}?",
-        50,
+        40,
         _posts,
         _r_post_fact("author"),
     ),
@@ -688,6 +776,15 @@ TEMPLATES: tuple[Template, ...] = (
         _r_project_fact("open"),
     ),
     Template(
+        "gitlab.issues_page",
+        "gitlab",
+        "navigation",
+        "Show me the issues of the project {project}.",
+        24,
+        _projects,
+        _r_issues_page,
+    ),
+    Template(
         "gitlab.stars",
         "gitlab",
         "info",
@@ -712,7 +809,7 @@ TEMPLATES: tuple[Template, ...] = (
         "map",
         "info",
         "How long does it take to drive from {start} to {end}?",
-        50,
+        35,
         _routes,
         _r_route("car", "time"),
     ),
@@ -739,9 +836,18 @@ TEMPLATES: tuple[Template, ...] = (
         "map",
         "info",
         "What is the driving distance in km from {start} to {end}?",
-        40,
+        30,
         _routes,
         _r_route("car", "distance"),
+    ),
+    Template(
+        "map.directions",
+        "map",
+        "navigation",
+        "Show me the driving directions from {start} to {end}.",
+        50,
+        _routes,
+        _r_route("car", "directions"),
     ),
     Template(
         "map.address",

@@ -11,7 +11,7 @@ from dreamgym_env.types import Task
 
 def find_id(observation: str, role: str, name: str) -> int:
     """The id of the element of ``role`` named ``name`` on the page (fails the test if absent)."""
-    pattern = re.compile(rf"^\t*\[(\d+)\] {re.escape(role)} '{re.escape(name)}'", re.MULTILINE)
+    pattern = re.compile(rf"^\t*\[(\d+)\] {re.escape(role)} {re.escape(repr(name))}", re.MULTILINE)
     match = pattern.search(observation)
     assert match is not None, f"no {role} {name!r} on the page:\n{observation}"
     return int(match.group(1))

@@ -25,11 +25,56 @@ STATE = WebArenaState(
 
 
 def test_axtree_render_and_parse_round_trip():
+    """``TextObervationProcessor.process``: tabs joined by " | ", a blank line, the tree; the URL
+    after it as WebArena's prompt template puts it; names as ``repr``, property values unquoted."""
     text = render(STATE)
-    assert text.split("\n")[:3] == ["Tab 0 (current): /f/books\tTab 1: New Tab", "URL: http://reddit.local/f/books",
-                                    "[1] RootWebArea '/f/books' focused: True"]
-    assert "\t\t[3] textbox 'Comment' focused: True required: False value: 'it's fine'" in text
+    assert text.split("\n") == [
+        "Tab 0 (current): /f/books | Tab 1: New Tab",
+        "",
+        "[1] RootWebArea '/f/books' focused: True",
+        "\t[2] heading \"Search results for: 'x'\"",
+        "\t\t[3] textbox 'Comment' focused: True required: False value: it's fine",
+        "\t\t[4] button 'Post'",
+        "URL: http://reddit.local/f/books",
+    ]
     assert parse_state(text) == STATE
+
+
+def test_layout_nodes_without_name_are_pruned_and_children_move_up():
+    """``parse_accessibility_tree``: a nameless, property-less banner/list/listitem/... is left out
+    (its children one level up); a nameless listitem with properties too; ``main`` stays."""
+    page = STATE.model_copy(update={"elements": [
+        Element(id=1, role="RootWebArea", name="t"),
+        Element(id=2, role="navigation", depth=1),
+        Element(id=3, role="link", name="Home", depth=2),
+        Element(id=4, role="main", depth=1),
+        Element(id=5, role="list", depth=2),
+        Element(id=6, role="listitem", depth=3, properties={"selected": False}),
+        Element(id=7, role="link", name="Post", depth=4),
+        Element(id=8, role="listitem", name="named", depth=3),
+    ]})
+    assert render(page).split("\n")[2:-1] == [
+        "[1] RootWebArea 't'", "\t[3] link 'Home'", "\t[4] main ''", "\t\t[7] link 'Post'", "\t\t[8] listitem 'named'",
+    ]
+    assert render(parse_state(render(page))) == render(page)
+
+
+def test_static_text_already_in_the_three_lines_before_is_dropped():
+    """``clean_accesibility_tree``: a StaticText whose text is empty or in one of the 3 previous lines goes."""
+    page = STATE.model_copy(update={"elements": [
+        Element(id=1, role="RootWebArea", name="t"),
+        Element(id=2, role="link", name="Price: $5", depth=1),
+        Element(id=3, role="StaticText", name="$5", depth=2),
+        Element(id=4, role="StaticText", name="", depth=1),
+        Element(id=5, role="button", name="a", depth=1),
+        Element(id=6, role="button", name="b", depth=1),
+        Element(id=7, role="button", name="c", depth=1),
+        Element(id=8, role="StaticText", name="$5", depth=1),
+    ]})
+    assert render(page).split("\n")[2:-1] == [
+        "[1] RootWebArea 't'", "\t[2] link 'Price: $5'", "\t[5] button 'a'", "\t[6] button 'b'", "\t[7] button 'c'",
+        "\t[8] StaticText '$5'",
+    ]
 
 
 def test_compact_render_and_parse():

@@ -12,6 +12,7 @@ import random
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 Value = str | bool
@@ -129,7 +130,13 @@ def split_url(url: str) -> tuple[str, Request]:
 
 def make_url(host: str, path: str, **query: object) -> str:
     """``http://host/path?query`` with empty query values left out."""
-    params = {k: str(v) for k, v in query.items() if v not in ("", None)}
+    params = tuple((k, str(v)) for k, v in query.items() if v not in ("", None))
+    return _url(host, path, params)
+
+
+@lru_cache(maxsize=65_536)
+def _url(host: str, path: str, params: tuple[tuple[str, str], ...]) -> str:
+    # pages link the same few thousand URLs over and over: quoting them once saves a fifth of a step
     suffix = f"?{urlencode(params)}" if params else ""
     return f"http://{host}{quote(path, safe='/:-_.~')}{suffix}"
 

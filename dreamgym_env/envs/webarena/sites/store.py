@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from dreamgym_env.envs.webarena.sites.base import unique_names
 
@@ -166,8 +166,9 @@ class Order:
     lines: tuple[OrderLine, ...]
     status: str
 
-    @property
+    @cached_property
     def total(self) -> float:
+        # cached: the admin dashboard sums every order's total on each view
         return round(sum(line.qty * line.price for line in self.lines), 2)
 
 
@@ -206,9 +207,14 @@ class StoreState:
 
     def orders(self) -> list[Order]:
         """All orders, newest number last, with their current status."""
+        everything = [*self.store.orders, *self.placed]
+        if not self.statuses:  # the common case: nothing to overlay, no order rebuilt
+            return everything
         return [
-            Order(o.number, o.customer_id, o.date, o.lines, self.statuses.get(o.number, o.status))
-            for o in (*self.store.orders, *self.placed)
+            Order(o.number, o.customer_id, o.date, o.lines, self.statuses[o.number])
+            if o.number in self.statuses
+            else o
+            for o in everything
         ]
 
     def order(self, number: int) -> Order | None:
