@@ -30,6 +30,7 @@ def test_lists_are_in_textworld_order():
 
 
 def test_receptacle_views():
+    """alfred.twl2's examineReceptacle.feedback: open / closed for openable receptacles, "On the" otherwise."""
     assert describe("countertop 1", None, ["apple 1"]) == "On the countertop 1, you see a apple 1."
     assert describe("cabinet 1", False, ["mug 2"]) == "The cabinet 1 is closed."
     assert describe("cabinet 1", True, []) == "The cabinet 1 is open. In it, you see nothing."
@@ -63,6 +64,7 @@ def test_render_is_deterministic_and_round_trips_through_json():
 
 
 def test_start_state_renders_the_room_and_the_task():
+    """alfred.twl2's intro: "-= Welcome to TextWorld, ALFRED! =-\\n\\n#look.feedback#\\n\\n#task#"."""
     state = ALFWorldState(instruction="look at book under the desklamp.", receptacles=["bed 1", "desk 1"])
     assert render(state) == (
         "-= Welcome to TextWorld, ALFRED! =-\n\n"
