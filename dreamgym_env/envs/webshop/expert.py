@@ -78,6 +78,7 @@ def view_of_pages(observation: str) -> PageView:
             offered={m.group(1): _VALUE.findall(m.group(2)) for m in map(_OPTION.match, lines) if m},
             selected={p.partition("=")[0]: p.partition("=")[2] for p in selected_line[10:].split(", ")},
         )
+    kind = kind if kind in ("description", "features", "reviews") else "unknown"  # left with < Prev
     return PageView(kind, item=item, features=[line[2:] for line in lines if line.startswith("- ")])
 
 
