@@ -60,7 +60,7 @@ Results page:
 WebShop | results | query "<query>" | page <p> of <n> | <total> results
 Instruction: <instruction>
 [Back to Search] [< Prev] [Next >]
-... [< Prev] if p > 1, [Next >] if p < n.
+... [< Prev] if p > 1; [Next >] always (as in WebShop: past page n, a page without products).
 [<item id>] <title> | $<price>
 ... 10 a page, or "No products match the query." (0 results, page 1 of 1).
 Item page:

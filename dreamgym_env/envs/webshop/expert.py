@@ -24,6 +24,7 @@ _RESULT = re.compile(r"^\[(\S+)\] (.*) \| \$([0-9.]+)$")
 _OPTION = re.compile(r"^([a-z][a-z ]*): (\[.*\])$")
 _VALUE = re.compile(r"\[([^\[\]]+)\]")
 _PRICE = re.compile(r"^Price: \$([0-9.]+) \|")
+_PAGES_PAGE = re.compile(r"\| page (\d+) of (\d+) \|")
 _TEXT_PAGE = re.compile(r"^Page (\d+) \(Total results: (\d+)\)$")
 SETTLE_AFTER_STEPS = 11
 """After this many actions in an episode the expert stops looking and buys the closest item, so
@@ -63,7 +64,9 @@ def view_of_pages(observation: str) -> PageView:
     if header.startswith("WebShop | results"):
         navigation = lines[2] if len(lines) > 2 else ""
         rows = [(i, t, float(p)) for i, t, p in (m.groups() for m in map(_RESULT.match, lines[3:]) if m)]
-        return PageView("results", rows, f"[{PREV_LABEL}]" in navigation, f"[{NEXT_LABEL}]" in navigation)
+        counter = _PAGES_PAGE.search(header)
+        has_next = counter is not None and int(counter.group(1)) < int(counter.group(2))
+        return PageView("results", rows, f"[{PREV_LABEL}]" in navigation, has_next)
     if header.startswith("WebShop | done"):
         return PageView("done")
     kind, item = header.split()[2:4] if len(header.split()) > 3 else ("", "")

@@ -16,7 +16,6 @@ from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
 from dreamgym_env.envs.webshop.navigation import next_page
 from dreamgym_env.envs.webshop.pages import (
-    NEXT_LABEL,
     SEARCH_LABEL,
     Page,
     Rendered,
@@ -204,11 +203,7 @@ class WebShopRefEnv(gym.Env[str, str]):
         self._rendered = render(page, self.task.instruction, self.catalog)
         if self.observation_mode == "text":
             state = state_of_page(page, self.task.instruction, self.catalog)
-            labels = self._rendered.labels
-            if page.kind == "results" and NEXT_LABEL not in labels:  # results_page.html always has it
-                nav = len(labels) - len(state.results)
-                labels = (*labels[:nav], NEXT_LABEL, *labels[nav:])
-            self._rendered = Rendered(real_text(state, reward), labels)
+            self._rendered = Rendered(real_text(state, reward), self._rendered.labels)
 
     def restore(self, task: Task, state: str) -> None:
         """Put the env on page ``state`` of ``task``, as if the episode had led there.
