@@ -8,7 +8,8 @@ below: its own text processing and Indel ratio (longest common subsequence), its
 ``token_set_ratio``, colour list and noun rule; nothing of ``dreamgym_env.envs.webshop.goal``.
 A purchase agrees when both scores are equal within 1e-9. Prints the agreement per policy and
 overall (Must-show: >= 99 %) and each policy's success, and writes the report to
-``runs/issue27/webshop_conformance.txt``.
+``runs/issue27/webshop_conformance.txt``, with one page of each kind as the env prints it in
+``observation_mode="text"`` (WebShop's own page text).
 
 Run: python benchmarks/webshop_conformance.py [--purchases 200] [--max-episodes 3000]
 """
@@ -167,6 +168,26 @@ def play(name: str, policy: Callable[[str, dict[str, Any]], str], purchases: int
     return tally
 
 
+def text_pages() -> list[str]:
+    """One observation of each page kind in observation_mode="text" (WebShop's own page text)."""
+    env = WebShopRefEnv(split="test", observation_mode="text")
+    expert = WebShopExpert()
+    obs, info = env.reset(options={"task": env.tasks[0]})
+    seen = {"search": obs}
+    for action in ("search[<goal>]", "click[Next >]", "<open>", "click[Description]", "click[< Prev]"):
+        if action == "search[<goal>]":
+            action = expert(obs, info)
+        elif action == "<open>":
+            action = info["admissible_actions"][3]
+        obs, *_, info = env.step(action)
+        seen.setdefault(env.page.kind, obs)
+    for sub in ("Features", "Reviews"):
+        seen[sub.lower()], *_ = env.step(f"click[{sub}]")
+        env.step("click[< Prev]")
+    seen["done"], *_ = env.step("click[Buy Now]")
+    return [f"{kind}: {text[:400]}" for kind, text in seen.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--purchases", type=int, default=200, help="purchases to re-score per policy")
@@ -195,6 +216,7 @@ def main() -> None:
         )
     lines.append(f"{'overall':<8} {'':>8} {'':>8} {total:>9} {agree:>7} {agree / max(1, total):>7.1%}")
     lines += [f"mismatch: {m}" for m in mismatches[:20]]
+    lines += ["", "page text in observation_mode='text' (first 400 characters of each kind):", *text_pages()]
     text = "\n".join(lines)
     print(text)
     REPORT.parent.mkdir(parents=True, exist_ok=True)

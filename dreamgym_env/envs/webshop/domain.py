@@ -60,7 +60,7 @@ Results page:
 WebShop | results | query "<query>" | page <p> of <n> | <total> results
 Instruction: <instruction>
 [Back to Search] [< Prev] [Next >]
-... [< Prev] if p > 1, [Next >] if p < n.
+... [< Prev] if p > 1; [Next >] always (as in WebShop: past page n, a page without products).
 [<item id>] <title> | $<price>
 ... 10 a page, or "No products match the query." (0 results, page 1 of 1).
 Item page:
@@ -88,10 +88,12 @@ Purchased <item id> with <group>=<value>, ... for $<price>.
 ... or "with no options".
 The query and page of item and sub-pages are the results page's. After an invalid action the \
 page is repeated unchanged.""",
-    reward_rubric="""Only [Buy Now] can complete the task: reward 1 if the item is of the requested type, \
-has every requested attribute (in features or title), the selection includes every requested \
-option and the price is within the bound. Wording may differ slightly (case, hyphens, plurals, \
-"gray"/"grey"), numbers may not.""",
+    reward_rubric="""Only [Buy Now] can complete the task: reward 1 if WebShop's score of the purchase is 1: \
+the item shares the requested product's type (its title's nouns, search query or category), has \
+every requested attribute (a close match among its features, or words of its title, features or \
+description), the selection matches every requested option (colours by their first colour name, \
+then a close match: "navy blue" counts as "sky blue", "large" as "x-large") and the price is \
+within the bound.""",
 )
 
 
@@ -225,8 +227,8 @@ class WebShopDomain(Domain):
         """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.
 
         The reference env's purchase score (:func:`~dreamgym_env.envs.webshop.state.score_state`:
-        type, attributes in the item's attributes or title, selected options, price bound)
-        computed from the state's own fields. ``None`` when ``state`` is not a purchase or the
+        WebShop's ``get_reward`` over the item's title, type, attributes, features, description,
+        price and the selected options) computed from the state's own fields. ``None`` when ``state`` is not a purchase or the
         task has no goal (a free instruction).
         """
         from dreamgym_env.envs.webshop.goal import Goal

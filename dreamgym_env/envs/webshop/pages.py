@@ -98,11 +98,7 @@ def _layout(page: Page, catalog: Catalog) -> tuple[str, str, tuple[str, ...]]:
     if page.kind == "results":
         results = catalog.search(page.query)
         pages = page_count(len(results))
-        nav = [BACK_LABEL]
-        if page.page > 1:
-            nav.append(PREV_LABEL)
-        if page.page < pages:
-            nav.append(NEXT_LABEL)
+        nav = [BACK_LABEL, PREV_LABEL, NEXT_LABEL] if page.page > 1 else [BACK_LABEL, NEXT_LABEL]
         header = (
             f'WebShop | results | query "{page.query}" | page {page.page} of {pages} | {len(results)} results'
         )
@@ -110,7 +106,7 @@ def _layout(page: Page, catalog: Catalog) -> tuple[str, str, tuple[str, ...]]:
         products = [catalog.products[i] for i in shown]
         lines = [" ".join(f"[{label}]" for label in nav)]
         lines.extend(f"[{p.id}] {p.title} | ${p.price:.2f}" for p in products)
-        if not products:
+        if not results:
             lines.append(NO_RESULTS_LINE)
         return header, "\n".join(lines), (*nav, *(p.id for p in products))
     product = catalog.products[page.item]
@@ -149,7 +145,7 @@ def is_reachable(page: Page, catalog: Catalog) -> bool:
         return True
     if page.kind != "done":
         results = catalog.search(page.query)
-        if not 1 <= page.page <= page_count(len(results)):
+        if page.page < 1:  # [Next >] goes on past the last page, as in WebShop
             return False
         if page.kind == "results":
             return True

@@ -16,7 +16,6 @@ from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
 from dreamgym_env.envs.webshop.navigation import next_page
 from dreamgym_env.envs.webshop.pages import (
-    NEXT_LABEL,
     SEARCH_LABEL,
     Page,
     Rendered,
@@ -67,10 +66,11 @@ class WebShopRefEnv(gym.Env[str, str]):
     ``info["error"]`` says why (an extension); it never raises.
 
     ## Rewards
-    Only ``click[Buy Now]`` is rewarded. WebShop's score of the purchase, ``type match x
+    Only ``click[Buy Now]`` is rewarded. WebShop's score of the purchase (``get_reward`` of
+    princeton-nlp/WebShop 64fa2a5, :mod:`~dreamgym_env.envs.webshop.goal`), ``r_type x
     (matched attributes + matched options + price within bound) / (attributes + options + 1)``
-    (type match 1 for the right product type, 0.5 within its category, else 0; wording-tolerant
-    matching), is ``info["score"]``. The reward is 1 when the score is 1 (``won``) and 0
+    with ``r_type`` 1 / 0.5 / 0.1 / 0 from the title's nouns, search query and category, fuzzy
+    attribute and option matching, is ``info["score"]``. The reward is 1 when the score is 1 (``won``) and 0
     otherwise (``reward="outcome"``, the default, comparable with the synthetic env's outcome
     reward), or the score itself (``reward="score"``, WebShop's shaped reward).
 
@@ -106,7 +106,9 @@ class WebShopRefEnv(gym.Env[str, str]):
     ``(catalog_seed, num_products)``; constructing further envs is cheap.
 
     ## Version History
-    * v0: first release.
+    * v0: first release. Issue 27: WebShop's own reward, grammar, invalid actions (page
+      unchanged), search from any page, ``[Next >]`` on every results page, and
+      ``observation_mode="text"``.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -204,11 +206,7 @@ class WebShopRefEnv(gym.Env[str, str]):
         self._rendered = render(page, self.task.instruction, self.catalog)
         if self.observation_mode == "text":
             state = state_of_page(page, self.task.instruction, self.catalog)
-            labels = self._rendered.labels
-            if page.kind == "results" and NEXT_LABEL not in labels:  # results_page.html always has it
-                nav = len(labels) - len(state.results)
-                labels = (*labels[:nav], NEXT_LABEL, *labels[nav:])
-            self._rendered = Rendered(real_text(state, reward), labels)
+            self._rendered = Rendered(real_text(state, reward), self._rendered.labels)
 
     def restore(self, task: Task, state: str) -> None:
         """Put the env on page ``state`` of ``task``, as if the episode had led there.

@@ -59,7 +59,6 @@ __all__ = [
 
 ITEM_KINDS: frozenset[str] = frozenset({"item", "description", "features", "reviews", "done"})
 """Page kinds that show an item (``done``: the item bought)."""
-MAX_PAGE = MAX_RESULTS // RESULTS_PER_PAGE
 
 
 def _drop_titles(schema: dict[str, Any]) -> None:
@@ -145,7 +144,9 @@ class WebShopState(BaseModel):
         max_length=500,
     )
     page: int = Field(
-        default=1, description="results, item and sub-pages: the results page number", ge=1, le=MAX_PAGE
+        default=1,
+        description="results, item and sub-pages: the results page number ([Next >] goes past the last)",
+        ge=1,
     )
     total: int = Field(
         default=0,
@@ -195,18 +196,14 @@ def render(state: WebShopState) -> str:
         return f"WebShop | search\nInstruction: {state.instruction}\n[Search]"
     if kind == "results":
         pages = state.page_count
-        nav = [BACK_LABEL]
-        if state.page > 1:
-            nav.append(PREV_LABEL)
-        if state.page < pages:
-            nav.append(NEXT_LABEL)
+        nav = [BACK_LABEL, PREV_LABEL, NEXT_LABEL] if state.page > 1 else [BACK_LABEL, NEXT_LABEL]
         lines = [
             f'WebShop | results | query "{state.query}" | page {state.page} of {pages} | {state.total} results',
             f"Instruction: {state.instruction}",
             " ".join(f"[{label}]" for label in nav),
         ]
         lines.extend(f"[{row.id}] {row.title} | ${row.price:.2f}" for row in state.results)
-        if not state.results:
+        if not state.total:
             lines.append(NO_RESULTS_LINE)
         return "\n".join(lines)
     item = state.item

@@ -60,3 +60,21 @@ def test_make_policy_names():
     assert isinstance(make_policy("random", "webshop"), RandomPolicy)
     with pytest.raises(KeyError, match="Did you mean 'expert'"):
         make_policy("expret", "webshop")
+
+
+def test_expert_plays_webshops_own_text_pages():
+    """The real text (WebAgentTextEnv.convert_html_to_text) shows neither the item id nor the selection
+    on an item page; the expert remembers what it clicked and wins as often as on the pages format."""
+    wins = {}
+    for mode in ("pages", "text"):
+        env = WebShopRefEnv(split="test", max_steps=15, observation_mode=mode)
+        expert = WebShopExpert()
+        won = 0
+        for task in env.tasks[:60]:
+            obs, info = env.reset(options={"task": task})
+            terminated = truncated = False
+            while not (terminated or truncated):
+                obs, _, terminated, truncated, info = env.step(expert(obs, info))
+            won += info["won"]
+        wins[mode] = won
+    assert wins["text"] == wins["pages"] >= 55

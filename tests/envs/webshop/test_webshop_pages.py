@@ -96,14 +96,18 @@ def test_pages_parse_back(block, page):
 
 
 def test_results_navigation_labels_and_no_results():
+    """results_page.html: '< Prev' from page 2 on, 'Next >' on every results page (SimServer.receive turns
+    the page whatever its number, so past the last one the page has no products)."""
     catalog = load_catalog()
     first = render(Page("results", query="yoga mat", page=1), INSTRUCTION, catalog)
     assert first.labels[:2] == ("Back to Search", "Next >")
     assert len(first.labels) == 12
     last = render(Page("results", query="yoga mat", page=5), INSTRUCTION, catalog)
-    assert last.labels[:2] == ("Back to Search", "< Prev") and "Next >" not in last.labels
+    assert last.labels[:3] == ("Back to Search", "< Prev", "Next >")
+    beyond = render(Page("results", query="yoga mat", page=9), INSTRUCTION, catalog)
+    assert beyond.labels == ("Back to Search", "< Prev", "Next >") and beyond.text.endswith("[Next >]")
     empty = render(Page("results", query="zzzz"), INSTRUCTION, catalog)
-    assert empty.text.endswith(NO_RESULTS_LINE) and empty.labels == ("Back to Search",)
+    assert empty.text.endswith(NO_RESULTS_LINE) and empty.labels == ("Back to Search", "Next >")
     assert "| page 1 of 1 | 0 results" in empty.text
 
 
@@ -127,8 +131,9 @@ def test_is_reachable():
     results = catalog.search(query)
     item = results[0]
     product = catalog.products[item]
-    assert is_reachable(Page("results", query=query, page=5), catalog)
-    assert not is_reachable(Page("results", query=query, page=6), catalog)
+    assert is_reachable(Page("results", query=query, page=6), catalog)  # [Next >] goes past the last
+    assert not is_reachable(Page("results", query=query, page=0), catalog)
+    assert not is_reachable(Page("item", query=query, page=6, item=item), catalog)
     assert is_reachable(Page("item", query=query, page=1, item=item), catalog)
     assert not is_reachable(Page("item", query=query, page=2, item=item), catalog)
     good = tuple((o.label, o.values[-1]) for o in product.options)

@@ -246,7 +246,7 @@ def test_validation_refuses_what_cannot_render():
             kind="results", instruction="i", results=(ResultRow(id="B0X", title="T", price=1.0),) * 11
         )
     with pytest.raises(ValidationError):
-        WebShopState(kind="results", instruction="i", page=6)
+        WebShopState(kind="results", instruction="i", page=0)
     with pytest.raises(ValidationError):
         item.title = "other"  # states are immutable (the env shares their parts)
 
@@ -256,8 +256,10 @@ def test_results_navigation_follows_page_and_total():
     first = render(WebShopState(kind="results", instruction="i", query="q", page=1, total=12, results=(row,)))
     assert first.split("\n")[0] == 'WebShop | results | query "q" | page 1 of 2 | 12 results'
     assert first.split("\n")[2] == "[Back to Search] [Next >]" and first.endswith("[B0X] T | $2.50")
-    last = render(WebShopState(kind="results", instruction="i", query="q", page=2, total=12))
-    assert last.split("\n")[2:] == ["[Back to Search] [< Prev]", "No products match the query."]
+    beyond = render(WebShopState(kind="results", instruction="i", query="q", page=3, total=12))
+    assert beyond.split("\n")[2:] == ["[Back to Search] [< Prev] [Next >]"]  # results_page.html: Next > always
+    none = render(WebShopState(kind="results", instruction="i", query="q", total=0))
+    assert none.split("\n")[2:] == ["[Back to Search] [Next >]", "No products match the query."]
 
 
 # -- the domain -----------------------------------------------------------------------------------
