@@ -12,7 +12,7 @@ from dreamgym_env.types import ExperienceRequest, Transition
 
 T = TypeVar("T")
 
-PROMPT_VERSION = "5"
+PROMPT_VERSION = "6"
 """Bumped whenever the prompt assembly changes, so that cached transitions of older prompts miss."""
 
 
