@@ -81,7 +81,7 @@ class Browser:
     def load(self, url: str) -> Page:
         """The page at ``url`` now; raises :class:`NotFound` for a URL no site has."""
         if url == BLANK:
-            return Page("New Tab", [])
+            return Page("", [])  # Chromium's about:blank has an empty title
         # the sites change only through a form (which bumps the version): until then a URL's page
         # is the same, and navigating builds it once, not once to check it and once to number it
         version, pages = self._pages

@@ -239,7 +239,7 @@ def test_non_string_actions_are_invalid(env):
 def test_tabs_history_and_scrolling(env, task_of):
     env.reset(options={"task": task_of("gitlab.stars")})
     obs, *_ = env.step("new_tab")
-    assert obs.startswith("Tab 0: Projects · GitLab | Tab 1 (current): New Tab\n\n")
+    assert obs.startswith("Tab 0: Projects · GitLab | Tab 1 (current): \n\n[1] RootWebArea '' focused: True")  # about:blank
     obs, *_ = env.step("goto [map.local/search?q=park]")
     assert "link 'Schenley Park'" in obs
     obs, *_ = env.step("tab_focus [0]")
