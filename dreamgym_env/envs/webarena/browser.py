@@ -66,6 +66,7 @@ class Browser:
         self.version = 0
         self._view: tuple[str, list[Element]] | None = None
         self._titles: dict[tuple[str, int], str] = {}
+        self._pages: tuple[int, dict[str, Page]] = (0, {})
         self.load(url)
 
     @property
@@ -80,12 +81,20 @@ class Browser:
     def load(self, url: str) -> Page:
         """The page at ``url`` now; raises :class:`NotFound` for a URL no site has."""
         if url == BLANK:
-            return Page("New Tab", [])
-        host, request = split_url(url)
-        site = self.world.by_host.get(host)
-        if site is None:
-            raise NotFound(url)
-        return site.page(request)
+            return Page("", [])  # Chromium's about:blank has an empty title
+        # the sites change only through a form (which bumps the version): until then a URL's page
+        # is the same, and navigating builds it once, not once to check it and once to number it
+        version, pages = self._pages
+        if version != self.version:
+            pages = {}
+            self._pages = (self.version, pages)
+        if url not in pages:
+            host, request = split_url(url)
+            site = self.world.by_host.get(host)
+            if site is None:
+                raise NotFound(url)
+            pages[url] = site.page(request)
+        return pages[url]
 
     def title(self, url: str) -> str:
         key = (url, self.version)

@@ -15,7 +15,8 @@ search boxes and one-line forms.
 - hover [id]: no effect. press [key_comb]: Enter submits the focused field; PageDown/PageUp scroll.
 - scroll [up|down]: moves the viewport by {SCROLL_STEP} elements (a page lists at most {VIEWPORT} at once).
 - new_tab, tab_focus [index], close_tab: tabs. goto [url]: open a URL of a site. go_back, go_forward: history.
-- stop [answer]: ends the episode; the answer is judged for information tasks (empty for others).
+- stop [answer]: the only action that ends the episode; the answer is judged ("N/A": cannot be done).
+Verbs are case-sensitive; "type [id] [] [1]" is invalid.
 Invalid, page unchanged plus an error line: an id not on the page, malformed syntax, an unknown URL, \
 no page to go back/forward to, typing into a non-text element.""",
     state_format="""Observation (axtree mode), as WebArena's TextObervationProcessor prints it, then the URL:
@@ -24,11 +25,10 @@ Tab 0 (current): <title> | Tab 1: <title> ...
 [1] RootWebArea '<title>' focused: True
 \t[<id>] <role> '<name>' <property>: <value> ...
 URL: <url>
-... one element a line, indented by one tab per printed ancestor; the name as Python's repr \
-(double quotes when it holds a single quote); property values unquoted. Ids are numbered in \
-depth-first order over the whole page, stable while the page is the same; nameless layout nodes \
-(list, listitem, banner, navigation) are left out, leaving gaps in the ids, and a StaticText already \
-said in the 3 lines before is left out. Roles: link, button, textbox, combobox, option, heading, \
+... one element a line, one tab of indent per printed ancestor; names as Python's repr; property \
+values unquoted. Ids are depth-first over the whole page, stable while it stays; nameless layout \
+nodes (list, listitem, banner, navigation) and a StaticText repeating one of the 3 lines before are \
+left out. Roles: link, button, textbox, combobox, option, heading, \
 StaticText, main, alert (a site message after a form). Properties: focused: True, required: True|False, \
 value: <typed text>, expanded: True|False, selected: True|False, hasPopup: menu.
 Compact mode: "URL: <url>", "Tabs: [0] <title> (current) | ...", then "[<id>] <role>: <name> (<properties>)" \

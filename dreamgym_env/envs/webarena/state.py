@@ -6,7 +6,7 @@ r"""The abstract state of a WebArena page and its two text renderings.
 template puts after the observation (``agent/prompts/raw/p_cot_id_actree_2s.py``:
 ``OBSERVATION:\n{observation}\nURL: {url}``)::
 
-    Tab 0 (current): One Stop Market | Tab 1: New Tab
+    Tab 0 (current): One Stop Market | Tab 1: Projects · GitLab
 
     [1] RootWebArea 'One Stop Market' focused: True
     \t[3] link 'One Stop Market'
@@ -82,7 +82,7 @@ PRUNED_ROLES = frozenset(
 )
 """Roles whose nameless, property-less nodes ``parse_accessibility_tree`` leaves out."""
 TAB_SEPARATOR = " | "
-_TAB = re.compile(r"Tab (\d+)( \(current\))?: (.*?)(?= \| Tab \d+(?: \(current\))?: |$)")
+_TAB = re.compile(r"Tab (\d+)( \(current\))?: ?(.*?)(?= \| Tab \d+(?: \(current\))?:|$)")
 _PROPERTY_NAMES = "focused|required|value|expanded|selected|checked|hasPopup"
 _NAME = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 _AXTREE = re.compile(rf"^(\t*)\[(\d+)\] (\S+) ({_NAME})((?: (?:{_PROPERTY_NAMES}): .*)?)$")

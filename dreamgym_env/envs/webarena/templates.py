@@ -551,11 +551,11 @@ TEMPLATES: tuple[Template, ...] = (
         "shopping",
         "state",
         "Add {qty} units of {product} to my cart.",
-        30,
+        50,
         lambda d, r: [{**s, "qty": str(r.randint(2, 5))} for s in _products(d, r)],
         _r_cart,
     ),
-    Template("shopping.buy", "shopping", "state", "Buy {product}.", 40, _products, _r_buy),
+    Template("shopping.buy", "shopping", "state", "Buy {product}.", 60, _products, _r_buy),
     Template(
         "shopping.order_total",
         "shopping",
@@ -644,7 +644,7 @@ TEMPLATES: tuple[Template, ...] = (
         "shopping_admin",
         "state",
         "Update the price of {product} to ${price}.",
-        40,
+        60,
         lambda d, r: [
             {**s, "price": f"{r.randint(5, 150)}.{r.choice(('00', '49', '99'))}"} for s in _products(d, r)
         ],
@@ -676,7 +676,7 @@ TEMPLATES: tuple[Template, ...] = (
         "reddit",
         "state",
         "Downvote the post '{post}' in /f/{forum}.",
-        20,
+        40,
         _posts,
         _r_vote(-1),
     ),
@@ -760,7 +760,7 @@ TEMPLATES: tuple[Template, ...] = (
         "gitlab",
         "state",
         "Close the issue '{issue}' in the project {project}.",
-        40,
+        60,
         lambda d, r: _shuffled(
             r, [{"issue": i.title, "project": p.path} for p in d.gitlab.projects for i in p.issues]
         ),

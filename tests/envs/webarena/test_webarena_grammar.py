@@ -52,7 +52,7 @@ def test_valid_actions_parse_to_their_canonical_form(text, canonical):
 
 
 def test_type_keeps_the_text_and_the_enter_flag():
-    """``create_id_based_action``: the text is the greedy ``(.+)``; the flag 1 presses Enter."""
+    """browser_env/actions.py ``create_id_based_action``: the text is the greedy ``(.+)``; the flag 1 presses Enter."""
     assert parse_command("type [4] [hello world] [0]") == Command("type", element=4, text="hello world", enter=False)
     assert parse_command("type [4] [x] [2]") == Command("type", element=4, text="x] [2", enter=True)
 
@@ -65,7 +65,7 @@ def test_type_keeps_the_text_and_the_enter_flag():
      "\ud800", "x" * (MAX_ACTION_CHARS + 1)],
 )
 def test_malformed_actions_are_errors(text):
-    """``create_id_based_action`` raises ``ActionParsingError`` on these (capitalised verbs, an
+    """browser_env/actions.py ``create_id_based_action`` raises ``ActionParsingError`` on these (capitalised verbs, an
     empty type text, spaces inside an id's brackets, an unknown verb)."""
     assert isinstance(parse_action(text), ActionError)
 

@@ -101,7 +101,7 @@ def _solve_gitlab(env, slots, element_id):
      ("reddit.comment", _solve_reddit), ("gitlab.new_issue", _solve_gitlab)],
 )
 def test_state_changing_task_done_by_hand_is_won_and_left_undone_is_lost(env, template, solve, task_of, element_id):
-    """Only ``stop`` ends an episode, as in WebArena's run.py loop (``action_type == STOP`` breaks it):
+    """Only ``stop`` ends an episode, as in WebArena's run.py ``test`` loop (``action_type == STOP`` breaks it):
     the change itself gives no reward and does not terminate; the stop after it is judged."""
     task = task_of(template)
     env.reset(options={"task": task})
@@ -151,7 +151,7 @@ def test_navigation_task_is_judged_by_the_url_at_stop(env, element_id, task_of):
 
 
 def test_score_mode_gives_no_partial_credit():
-    """``EvaluatorComb`` multiplies 0/1 scores: one of two products named scores 0 in either mode."""
+    """evaluation_harness/evaluators.py ``EvaluatorComb`` multiplies 0/1 scores: one of two products named scores 0 in either mode."""
     env = WebArenaRefEnv(reward="score")
     task = next(t for t in env.task_set.train if t.metadata["template"] == "shopping_admin.bestsellers_year"
                 and len(t.metadata["eval"]["reference_answers"]["must_include"]) == 2)
@@ -165,7 +165,8 @@ def test_score_mode_gives_no_partial_credit():
 
 
 def test_unachievable_task_is_won_by_answering_n_a_only(env, task_of):
-    """WebArena's unachievable configs: ``fuzzy_match: "N/A"``, an exact match of the answer "N/A"."""
+    """config_files/test.raw.json's unachievable tasks: ``fuzzy_match: "N/A"``, which
+    evaluation_harness/evaluators.py ``StringEvaluator.__call__`` judges as an exact match of "N/A"."""
     task = task_of("shopping.price_unavailable")
     assert task.metadata["eval"]["reference_answers"] == {"fuzzy_match": "N/A"}
     for answer, reward in (("N/A", 1.0), ("", 0.0), ("0.00", 0.0)):
@@ -174,7 +175,8 @@ def test_unachievable_task_is_won_by_answering_n_a_only(env, task_of):
 
 
 def test_goto_lower_cases_the_host_and_url_match_then_passes(env, task_of):
-    """Chromium shows a navigated URL with a lower-case host; ``URLEvaluator`` then matches it."""
+    """Chromium shows a navigated URL with a lower-case host; evaluation_harness/evaluators.py
+    ``URLEvaluator`` then matches it."""
     task = task_of("reddit.forum_page")
     forum = task.metadata["slots"]["forum"]
     env.reset(options={"task": task})
@@ -184,13 +186,22 @@ def test_goto_lower_cases_the_host_and_url_match_then_passes(env, task_of):
 
 
 def test_a_new_post_is_judged_by_the_content_of_the_page_at_stop(env, task_of):
-    """``HTMLContentEvaluator`` with url ``last`` and an empty locator reads the page at stop."""
+    """evaluation_harness/evaluators.py ``HTMLContentEvaluator``: url ``last`` and an empty locator read the page at stop."""
     task = task_of("reddit.new_post")
     spec = task.metadata["eval"]
     assert spec["eval_types"] == ["url_match", "program_html"]
     assert spec["program_html"][0]["url"] == "last"
+    title, forum = task.metadata["slots"]["title"], task.metadata["slots"]["forum"]
     env.reset(options={"task": task})
-    assert task.metadata["slots"]["title"] not in env.page_text("last")
+    env.step(f"goto [http://reddit.local/f/{forum}]")
+    assert title not in env.page_text("last") and env.step("stop []")[1] == 0.0  # the URL alone
+    from dreamgym_env.envs.webarena.expert import WebArenaExpert
+
+    expert, (observation, info) = WebArenaExpert(), env.reset(options={"task": task})
+    terminated = False
+    while not terminated:
+        observation, reward, terminated, _, info = env.step(expert(observation, info))
+    assert title in env.page_text("last") and reward == 1.0
 
 
 # -- invalid actions ------------------------------------------------------------------------------
@@ -228,7 +239,7 @@ def test_non_string_actions_are_invalid(env):
 def test_tabs_history_and_scrolling(env, task_of):
     env.reset(options={"task": task_of("gitlab.stars")})
     obs, *_ = env.step("new_tab")
-    assert obs.startswith("Tab 0: Projects · GitLab | Tab 1 (current): New Tab\n\n")
+    assert obs.startswith("Tab 0: Projects · GitLab | Tab 1 (current): \n\n[1] RootWebArea '' focused: True")  # about:blank
     obs, *_ = env.step("goto [map.local/search?q=park]")
     assert "link 'Schenley Park'" in obs
     obs, *_ = env.step("tab_focus [0]")

@@ -25,7 +25,7 @@ STATE = WebArenaState(
 
 
 def test_axtree_render_and_parse_round_trip():
-    """``TextObervationProcessor.process``: tabs joined by " | ", a blank line, the tree; the URL
+    """browser_env/processors.py ``TextObervationProcessor.process``: tabs joined by " | ", a blank line, the tree; the URL
     after it as WebArena's prompt template puts it; names as ``repr``, property values unquoted."""
     text = render(STATE)
     assert text.split("\n") == [
@@ -41,7 +41,7 @@ def test_axtree_render_and_parse_round_trip():
 
 
 def test_layout_nodes_without_name_are_pruned_and_children_move_up():
-    """``parse_accessibility_tree``: a nameless, property-less banner/list/listitem/... is left out
+    """browser_env/processors.py ``parse_accessibility_tree``: a nameless, property-less banner/list/listitem/... is left out
     (its children one level up); a nameless listitem with properties too; ``main`` stays."""
     page = STATE.model_copy(update={"elements": [
         Element(id=1, role="RootWebArea", name="t"),
@@ -60,7 +60,7 @@ def test_layout_nodes_without_name_are_pruned_and_children_move_up():
 
 
 def test_static_text_already_in_the_three_lines_before_is_dropped():
-    """``clean_accesibility_tree``: a StaticText whose text is empty or in one of the 3 previous lines goes."""
+    """browser_env/processors.py ``clean_accesibility_tree``: a StaticText whose text is empty or in one of the 3 previous lines goes."""
     page = STATE.model_copy(update={"elements": [
         Element(id=1, role="RootWebArea", name="t"),
         Element(id=2, role="link", name="Price: $5", depth=1),

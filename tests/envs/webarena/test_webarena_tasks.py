@@ -51,7 +51,7 @@ def test_every_site_and_template_has_tasks_and_metadata():
 
 
 def test_the_mix_of_evaluators_is_near_the_real_812():
-    """config_files/test.raw.json: 40 % string_match alone, 51 % program_html (a third of them with
+    """config_files/test.raw.json (evaluation_harness/evaluators.py ``evaluator_router`` reads eval_types): 40 % string_match alone, 51 % program_html (a third of them with
     url_match), 8 % url_match alone, 1 % string+url; 36 of 812 (4.4 %) unachievable ("N/A")."""
     every = (*load_tasks().train, *load_tasks().test)
     kinds = Counter(tuple(t.metadata["eval"]["eval_types"]) for t in every)
