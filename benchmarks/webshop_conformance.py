@@ -7,9 +7,11 @@ and re-scores every purchase with a second, independent transcription of
 below: its own text processing and Indel ratio (longest common subsequence), its own
 ``token_set_ratio``, colour list and noun rule; nothing of ``dreamgym_env.envs.webshop.goal``.
 A purchase agrees when both scores are equal within 1e-9. Prints the agreement per policy and
-overall (Must-show: >= 99 %) and each policy's success, and writes the report to
-``runs/issue27/webshop_conformance.txt``, with one page of each kind as the env prints it in
-``observation_mode="text"`` (WebShop's own page text).
+overall (Must-show: >= 99 %) and each policy's success, and on how many steps the synthetic
+env's view of the Markov page (``WebShopDomain.render_observation(info["state"])``, what
+``DreamGym/WebShop-v0`` shows the agent) equals the reference env's observation, and writes the
+report to ``runs/issue27/webshop_conformance.txt``, with one page of each kind as the env
+prints it by default (``observation_mode="text"``, WebShop's own page text).
 
 Run: python benchmarks/webshop_conformance.py [--purchases 200] [--max-episodes 3000]
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dreamgym_env.agents import NoisyPolicy, RandomPolicy
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.catalog import Product
 from dreamgym_env.envs.webshop.expert import WebShopExpert
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
@@ -135,12 +138,16 @@ class Tally:
     wins: int = 0
     purchases: int = 0
     agree: int = 0
+    steps: int = 0
+    same_text: int = 0
+    """Steps whose observation is ``render_observation`` of the step's Markov page."""
     mismatches: list[str] = field(default_factory=list)
     r_types: Counter[float] = field(default_factory=Counter)
 
 
 def play(name: str, policy: Callable[[str, dict[str, Any]], str], purchases: int, max_episodes: int) -> Tally:
     env = WebShopRefEnv(split="train", max_steps=MAX_STEPS)
+    domain = get_domain("webshop")
     tally = Tally()
     while tally.purchases < purchases and tally.episodes < max_episodes:
         task = env.tasks[tally.episodes % len(env.tasks)]
@@ -151,6 +158,9 @@ def play(name: str, policy: Callable[[str, dict[str, Any]], str], purchases: int
         terminated = truncated = False
         while not (terminated or truncated):
             obs, _, terminated, truncated, info = env.step(policy(obs, info))
+            tally.steps += 1
+            shown = domain.render_observation(info["state"], info["score"] if terminated else None)
+            tally.same_text += shown == obs
         tally.wins += bool(info["won"])
         if not terminated:
             continue
@@ -170,7 +180,7 @@ def play(name: str, policy: Callable[[str, dict[str, Any]], str], purchases: int
 
 def text_pages() -> list[str]:
     """One observation of each page kind in observation_mode="text" (WebShop's own page text)."""
-    env = WebShopRefEnv(split="test", observation_mode="text")
+    env = WebShopRefEnv(split="test")
     expert = WebShopExpert()
     obs, info = env.reset(options={"task": env.tasks[0]})
     seen = {"search": obs}
@@ -203,11 +213,12 @@ def main() -> None:
         "get_reward (web_agent_site/engine/goal.py, princeton-nlp/WebShop 64fa2a5)",
         f"{'policy':<8} {'episodes':>8} {'success':>8} {'purchases':>9} {'agree':>7} {'share':>7}  r_type counts",
     ]
-    total = agree = 0
+    total = agree = steps = same_text = 0
     mismatches: list[str] = []
     for name, policy in policies.items():
         t = play(name, policy, args.purchases, args.max_episodes)
         total, agree = total + t.purchases, agree + t.agree
+        steps, same_text = steps + t.steps, same_text + t.same_text
         mismatches += t.mismatches
         share = t.agree / max(1, t.purchases)
         types = " ".join(f"{k:g}:{v}" for k, v in sorted(t.r_types.items()))
@@ -216,7 +227,11 @@ def main() -> None:
         )
     lines.append(f"{'overall':<8} {'':>8} {'':>8} {total:>9} {agree:>7} {agree / max(1, total):>7.1%}")
     lines += [f"mismatch: {m}" for m in mismatches[:20]]
-    lines += ["", "page text in observation_mode='text' (first 400 characters of each kind):", *text_pages()]
+    lines.append(
+        f"synthetic view (render_observation of info['state']) equals the observation on "
+        f"{same_text}/{steps} steps ({same_text / max(1, steps):.1%})"
+    )
+    lines += ["", "page text, the default observation (first 400 characters of each kind):", *text_pages()]
     text = "\n".join(lines)
     print(text)
     REPORT.parent.mkdir(parents=True, exist_ok=True)

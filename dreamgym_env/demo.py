@@ -405,7 +405,7 @@ def _valid(env: DreamEnv, validator: gym.Env, task: Task) -> bool | None:
         return True
     if not getattr(validator.unwrapped, "restorable", False):
         return None
-    return _restore(validator, task, env.observation)
+    return _restore(validator, task, env.state_text)
 
 
 @dataclass
@@ -420,6 +420,8 @@ class _Episode:
     observation: str = ""
     info: dict[str, Any] = field(default_factory=dict)
     reference_state: str = ""
+    reference_text: str = ""
+    """The reference env's state text (``info["state"]``, else its observation): what restore() takes."""
     reference_done: bool = False
     steps: list[DemoStep] = field(default_factory=list)
     over: bool = False
@@ -460,7 +462,8 @@ def _play(
             if callable(reset):
                 reset()
             episode.observation, episode.info = episode.env.reset(options={"task": episode.task})
-            episode.reference_state, _ = episode.reference.reset(options={"task": episode.task})
+            episode.reference_state, ref_info = episode.reference.reset(options={"task": episode.task})
+            episode.reference_text = str(ref_info.get("state", episode.reference_state))
         for step in range(1, max_steps + 1):
             moves = [m for m in (_move(e, bar.console) for e in episodes if not e.over) if m is not None]
             if not moves:
@@ -492,8 +495,8 @@ def _move(episode: _Episode, console: Console) -> _Move | None:
         episode.over = True
         return None
     env = episode.env
-    same_page = (env.observation == episode.reference_state and not episode.reference_done) or _restore(
-        episode.reference, episode.task, env.observation
+    same_page = (env.state_text == episode.reference_text and not episode.reference_done) or _restore(
+        episode.reference, episode.task, env.state_text
     )
     return _Move(episode, action, fallback, same_page, env.plan_step(action))
 
@@ -537,8 +540,9 @@ def _finish(
     if episode.reference_done and not move.same_page:
         ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True
     else:
-        ref_state, raw_reward, ref_done, _, _ = episode.reference.step(move.action)
+        ref_state, raw_reward, ref_done, _, ref_info = episode.reference.step(move.action)
         ref_reward, episode.reference_done = float(raw_reward), bool(ref_done)
+        episode.reference_text = str(ref_info.get("state", ref_state))
     episode.reference_state = str(ref_state)
     info = episode.info
     usage = info.get("usage") or {}

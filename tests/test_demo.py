@@ -31,9 +31,9 @@ class RealShop:
 
     def __call__(self, request: ExperienceRequest) -> Transition:
         self.env.restore(request.task, request.state)
-        state, reward, terminated, _, _ = self.env.step(request.action)
-        return Transition(
-            reasoning="as the real shop does", next_state=state, reward=reward, terminated=terminated
+        _, reward, terminated, _, info = self.env.step(request.action)
+        return Transition(  # the model's state is the Markov page, not the agent's text
+            reasoning="as the real shop does", next_state=info["state"], reward=reward, terminated=terminated
         )
 
 
@@ -83,8 +83,8 @@ def test_poor_model_shows_disagreement():
     summary, text, _ = demo(stuck, episodes=1, max_steps=3)
     assert summary.steps == 3 and summary.state_similarity < 0.9
     first = summary.records[0]
-    assert first.action.startswith("search[") and first.reference_state.startswith("WebShop | results")
-    assert first.synthetic_state.startswith("WebShop | search") and first.similarity < 0.9
+    assert first.action.startswith("search[") and "[SEP] Page 1 (Total results: " in first.reference_state
+    assert first.synthetic_state.startswith("WebShop [SEP] Instruction:") and first.similarity < 0.9
     assert "similarity" in text
 
 

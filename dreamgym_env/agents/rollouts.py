@@ -33,10 +33,14 @@ PIPED_PROGRESS_INTERVAL_S = 30.0
 StateMode = Literal["text", "structured"]
 
 
-def _recorded_state(env: gym.Env, observation: str, state_mode: StateMode) -> str:
-    """What a step records of the env's state: the observation, or the abstract state's JSON."""
+def _recorded_state(env: gym.Env, observation: str, info: dict[str, Any], state_mode: StateMode) -> str:
+    """What a step records of the env's state: its text, or the abstract state's JSON.
+
+    The text is ``info["state"]`` where the env reports it (the model-facing text, when the agent
+    sees another: WebShop's real page text), else the observation.
+    """
     if state_mode == "text":
-        return observation
+        return str(info.get("state", observation))
     abstract = getattr(env.unwrapped, "abstract_state", None)
     if abstract is None:
         raise ConfigurationError(
@@ -107,12 +111,13 @@ def run_episode(
     if not isinstance(episode_task, Task):
         raise ConfigurationError("the env must report info['task'] (a Task) to record trajectories")
     steps: list[Step] = []
-    state, terminated, truncated, won = _recorded_state(env, observation, state_mode), False, False, False
+    state = _recorded_state(env, observation, info, state_mode)
+    terminated, truncated, won = False, False, False
     while not (terminated or truncated):
         action = policy(observation, info)
         observation, reward, terminated, truncated, info = env.step(action)
         valid = bool(info.get("action_valid", True))
-        after = _recorded_state(env, observation, state_mode)
+        after = _recorded_state(env, observation, info, state_mode)
         steps.append(
             Step(
                 state=state,

@@ -116,7 +116,10 @@ class ReferenceEnv(Protocol):
     arguments ``split``, ``tasks``, ``reward`` (a :data:`RewardMode`) and ``max_steps``.
     ``reset(options={"task": Task | id})`` starts a task; every ``info`` carries ``task``,
     ``task_id``, ``source`` (``"real"``) and ``admissible_actions`` where the domain has them,
-    and after a step ``action_valid``, ``won`` and ``score``.
+    and after a step ``action_valid``, ``won`` and ``score``. Where the observation is not the
+    state's model-facing text (:meth:`Domain.render_observation` is not the identity), every
+    ``info`` also carries ``state``: that text, which :meth:`restore` takes and offline
+    trajectories and the oracle record.
 
     ``restorable`` says whether a state text alone determines the env's state (WebShop's pages
     are Markov): then :meth:`restore` puts the env there. Otherwise :meth:`restore` raises
@@ -195,6 +198,17 @@ class Domain(ABC):
     def is_terminal_action(self, action: ParsedAction) -> bool:
         """Whether taking ``action`` always ends the episode."""
         return False
+
+    def render_observation(self, state: str, reward: float | None = None) -> str:
+        """What the agent sees of a state's text (the experience model reads and writes ``state``).
+
+        ``state`` is the model-facing text of a state (in structured mode, the abstract state
+        rendered by :meth:`render_state`); ``reward`` is the reward of the step that reached it,
+        for a final page that prints it. The default shows the state as it is; a domain whose
+        real env prints its pages differently (WebShop's ``' [SEP] '`` text) returns that text,
+        so the synthetic env and the reference env show the agent one protocol.
+        """
+        return state
 
     def invalid_action_feedback(self, state: str, error: ActionError) -> str:
         """The observation after an invalid action: the same state with an error line."""

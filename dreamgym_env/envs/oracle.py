@@ -152,7 +152,7 @@ class OracleExperienceModel(ExperienceModel):
             # In structured mode the answer is the abstract state (after an invalid action: unchanged).
             next_state=env.abstract_state.model_dump_json()
             if structured
-            else (state if request.state_schema is not None else observation),
+            else (state if request.state_schema is not None else info.get("state", observation)),
             reward=float(reward),
             terminated=bool(terminated),
         )

@@ -63,10 +63,13 @@ class DreamEnv(gym.Env[str, str]):
     next state, the reward and whether the episode ended.
 
     ## Observation Space
-    ``UnicodeText``: the current state as text in the domain's state format. In structured mode
-    (``state_mode="structured"``) the model works on the domain's abstract state (JSON of
-    ``Domain.state_schema``) and the observation is that state rendered (``Domain.render_state``);
-    ``env.state`` is then the JSON the model sees, ``env.observation`` the text. A predicted
+    ``UnicodeText``: what the agent sees of the current state, ``Domain.render_observation`` of
+    its text in the domain's state format (the text itself, except where the real env prints
+    pages differently: WebShop's ``' [SEP] '`` text). The model reads and writes the state
+    (``env.state``); ``env.state_text`` is its text and ``env.observation`` what the agent sees.
+    In structured mode (``state_mode="structured"``) the model works on the domain's abstract
+    state (JSON of ``Domain.state_schema``, ``env.state``), rendered (``Domain.render_state``)
+    into ``env.state_text``. A predicted
     state longer than ``max_text_length`` raises
     :class:`~dreamgym_env.errors.ModelOutputError` and records nothing (endpoint and local
     backends already re-ask answers over the answer schema's ``maxLength``).
@@ -98,7 +101,8 @@ class DreamEnv(gym.Env[str, str]):
 
     ## Info
     ``task`` (Task), ``task_id``, ``action_valid``, ``source`` (``"synthetic"``),
-    ``admissible_actions`` (where the domain has them), ``reasoning``, ``usage`` (tokens,
+    ``admissible_actions`` (where the domain has them, from the state's text), ``state`` (the
+    state's text, ``env.state_text``), ``reasoning``, ``usage`` (tokens,
     latency, cache hit), ``won`` (reward 1 at the end), ``error`` (for invalid actions).
 
     ## Arguments
@@ -174,8 +178,10 @@ class DreamEnv(gym.Env[str, str]):
         self.task: Task | None = None
         self.state = ""
         """What the model sees of the current state: its text, or in structured mode its JSON."""
+        self.state_text = ""
+        """The current state's text in the domain's state format (in structured mode, rendered)."""
         self.observation = ""
-        """What the agent sees of the current state (its text, rendered in structured mode)."""
+        """What the agent sees of the current state (``Domain.render_observation`` of its text)."""
         self._abstract: BaseModel | None = None  # structured mode: ``state`` parsed once per step
         self.steps: list[Step] = []
         self._done = True
@@ -235,17 +241,21 @@ class DreamEnv(gym.Env[str, str]):
             "task": self.task,
             "task_id": self.task.id,
             "source": "synthetic",
-            **self._state_info(self.observation),
+            **self._state_info(),
         }
         return self.observation, info
 
-    def _set_state(self, state: str) -> None:
+    def _set_state(self, state: str, observation: str | None = None) -> None:
+        """Make ``state`` the current state; ``observation``: the agent's view of it, when known."""
         self.state = state
         if self.state_mode == "structured":
             self._abstract = self.domain.parse_state(state)
-            self.observation = self.domain.render_state(self._abstract)
+            self.state_text = self.domain.render_state(self._abstract)
         else:
-            self.observation = state
+            self.state_text = state
+        self.observation = (
+            self.domain.render_observation(self.state_text) if observation is None else observation
+        )
 
     def _abstract_state(self) -> BaseModel:
         assert self._abstract is not None, "structured mode sets the abstract state with the state"
@@ -279,15 +289,16 @@ class DreamEnv(gym.Env[str, str]):
             else ActionError("an action must be a string")
         )
         if isinstance(parsed, ParsedAction):
-            parsed = self.domain.validate_action(parsed, self.observation) or parsed
+            parsed = self.domain.validate_action(parsed, self.state_text) or parsed
         if isinstance(parsed, ActionError):
-            feedback = self.domain.invalid_action_feedback(self.observation, parsed)
+            feedback = self.domain.invalid_action_feedback(self.state_text, parsed)
             # In structured mode the state itself is unchanged; the feedback is the observation.
             after = self.state if self.state_mode == "structured" else feedback
             step = Step(state=self.state, action=text, next_state=after, action_valid=False)
             info = {"error": parsed.message, "reasoning": "", "usage": None}
             # The page itself is unchanged: the next action is judged against the real state.
-            return ReadyStep(step, info, observation=feedback, keep_state=True)
+            observation = self.domain.render_observation(feedback)
+            return ReadyStep(step, info, observation=observation, keep_state=True)
         structured = self.state_mode == "structured"
         request = ExperienceRequest(
             prompt=self.domain.prompt,
@@ -311,7 +322,7 @@ class DreamEnv(gym.Env[str, str]):
 
     def resolve_step(self, pending: PendingStep, transition: Transition) -> ReadyStep:
         """Check the model's transition for ``pending`` and build its step, recording nothing."""
-        observation = next_state = transition.next_state
+        text = next_state = transition.next_state
         reward_source: RewardSource = "model"
         model_reward = transition.reward
         rubric: float | None = None
@@ -324,28 +335,30 @@ class DreamEnv(gym.Env[str, str]):
                     f"task {self.task.id!r}: the next state is not a valid {self.domain.name} state: {exc}",
                     output=transition.next_state,
                 ) from exc
-            observation = self.domain.render_state(abstract)
+            text = self.domain.render_state(abstract)
             next_state = abstract.model_dump_json()  # canonical: equal states compare equal
             if self.reward_mode == "rubric":
                 rubric = self.domain.rubric_reward(self.task, abstract, pending.action)
                 if rubric is not None:
                     model_reward, reward_source = rubric, "rubric"
-        if not self.observation_space.contains(observation):
-            # Never an observation outside the space; nothing is recorded, so a retry is clean.
-            assert self.task is not None
-            raise ModelOutputError(
-                f"task {self.task.id!r}: the next state ({len(observation)} characters) is outside the "
-                f"observation space {self.observation_space!r}",
-                output=observation,
-                backend=transition.usage.model,
-                attempts=transition.usage.attempts,
-            )
         terminal_action = self.domain.is_terminal_action(pending.action)
         model_ends = transition.terminated and not self.domain.ends_only_on_terminal_actions
         if rubric is not None and self.domain.ends_when_won:
             model_ends = rubric >= 1.0
         terminated = terminal_action or model_ends
         reward = min(1.0, max(0.0, model_reward)) if terminated else 0.0
+        observation = self.domain.render_observation(text, reward if terminated else None)
+        for shown in (text, observation):
+            if not self.observation_space.contains(shown):
+                # Never a state or observation outside the space; nothing is recorded, so a retry is clean.
+                assert self.task is not None
+                raise ModelOutputError(
+                    f"task {self.task.id!r}: the next state ({len(shown)} characters) is outside the "
+                    f"observation space {self.observation_space!r}",
+                    output=shown,
+                    backend=transition.usage.model,
+                    attempts=transition.usage.attempts,
+                )
         step = Step(
             state=self.state,
             action=pending.action.text,
@@ -373,7 +386,7 @@ class DreamEnv(gym.Env[str, str]):
         assert self.task is not None
         self.steps.append(step)
         if not keep_state:
-            self._set_state(step.next_state)
+            self._set_state(step.next_state, observation)
         for listener in self.step_listeners:
             listener(self.task, step, len(self.steps) - 1)
         truncated = self.max_steps is not None and len(self.steps) >= self.max_steps and not step.done
@@ -384,18 +397,19 @@ class DreamEnv(gym.Env[str, str]):
             source="synthetic",
             action_valid=step.action_valid,
             won=step.done and step.reward >= 1.0,
-            **self._state_info(self.observation),
+            **self._state_info(),
         )
         if self.render_mode == "human":
             print(self._render_step(step.action, observation, step))
         return observation, step.reward, step.done, truncated, info
 
-    def _state_info(self, observation: str) -> dict[str, Any]:
+    def _state_info(self) -> dict[str, Any]:
         if self.state_mode == "structured":
             admissible = self.domain.state_admissible_actions(self._abstract_state())
         else:
-            admissible = self.domain.admissible_actions(observation)
-        return {} if admissible is None else {"admissible_actions": admissible}
+            admissible = self.domain.admissible_actions(self.state_text)
+        info: dict[str, Any] = {"state": self.state_text}
+        return info if admissible is None else {**info, "admissible_actions": admissible}
 
     @staticmethod
     def _render_step(action: str, observation: str, step: Step) -> str:

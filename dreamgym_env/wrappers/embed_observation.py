@@ -93,7 +93,7 @@ class EmbedObservation(gym.Wrapper):
     is unchanged. The observation is (``d`` = ``embedder.dim``, ``K`` = ``max_actions``):
 
     * ``"task"`` ``(d,)``: the embedding of the task instruction;
-    * ``"state"`` ``(d,)``: the embedding of the current observation text;
+    * ``"state"`` ``(d,)``: the embedding of the current page text (see below);
     * ``"actions"`` ``(K, d)``: for each candidate, the embedding of ``(context, action)``, where
       the context is the observation line showing the action's ``[label]`` (a result row, an
       option line), so that the policy can tell what each choice means; zeros past the last;
@@ -114,7 +114,9 @@ class EmbedObservation(gym.Wrapper):
     env, wrapped or not) also sets the horizon (its ``max_episode_steps``) and whether numbers
     are bounds (:meth:`~dreamgym_env.envs.domain.Domain.observation_features`); other envs take
     ``horizon`` or their spec's step limit and generic features. Everything is computed from the
-    text the agent sees (instruction, page, candidate actions), never from the task's hidden goal.
+    text the agent is given (instruction, page, candidate actions), never from the task's hidden
+    goal. The page is ``info["state"]`` where the env reports it (WebShop's Markov page, whose
+    ``[label]`` lines the real ``' [SEP] '`` text lacks), else the observation.
 
     Example:
         >>> env = EmbedObservation(ChoiceActions(gym.make("DreamGym/WebShop-Ref-v0")))  # doctest: +SKIP
@@ -226,9 +228,10 @@ class EmbedObservation(gym.Wrapper):
         candidates = list(candidates)[:k]
         instruction = instruction_of(info)
         stopwords = self.domain_features.stopwords
-        lines = label_lines(observation)
+        page = str(info.get("state", observation))  # the labelled lines, where the agent sees another text
+        lines = label_lines(page)
         contexts = [context_of(action, lines) for action in candidates]
-        rows = self._embed([(instruction, ""), (observation, ""), *zip(contexts, candidates, strict=True)])
+        rows = self._embed([(instruction, ""), (page, ""), *zip(contexts, candidates, strict=True)])
         n = len(candidates)
         task_vec, state_vec = rows[0], rows[1]
         actions = np.zeros((k, self.embedder.dim), dtype=np.float32)

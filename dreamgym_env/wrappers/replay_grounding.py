@@ -191,7 +191,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         observation, info = self.env.reset(seed=seed, options=options)
         task = info.get("task")
         self._task = task if isinstance(task, Task) else None
-        self._state = observation
+        self._state = str(info.get("state", observation))
         self._episode_id = uuid.uuid4().hex
         self._step_index = 0
         return observation, info
@@ -201,11 +201,12 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         source = _record_source(info, hooked=bool(self.dream_envs)) if self._hooks.active else None
         task = info.get("task", self._task)
         valid = bool(info.get("action_valid", True))
+        state = str(info.get("state", observation))  # the model-facing text, where the agent sees another
         if source is not None and isinstance(task, Task):
             step = Step(
                 state=self._state,
                 action=action if isinstance(action, str) else repr(action),
-                next_state=str(observation),
+                next_state=state,
                 reward=float(reward),
                 done=bool(terminated),
                 action_valid=valid,
@@ -216,7 +217,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
             )
         self._step_index += 1
         if valid:  # after an invalid action the page itself is unchanged
-            self._state = str(observation)
+            self._state = state
         return observation, reward, terminated, truncated, info
 
     def close(self) -> None:
@@ -287,7 +288,7 @@ class VectorReplayGrounding(VectorWrapper):
         return observations, infos
 
     def _start_episode(self, i: int, observation: str, infos: dict[str, Any]) -> None:
-        self._states[i] = str(observation)
+        self._states[i] = str(_info_item(infos, "state", i, default=observation))
         self._tasks[i] = _info_item(infos, "task", i)
         self._episode_ids[i] = uuid.uuid4().hex
         self._step_indices[i] = 0
@@ -327,11 +328,12 @@ class VectorReplayGrounding(VectorWrapper):
             source = _record_source({"source": _info_item(infos, "source", i)}, hooked=False)
             task = _info_item(infos, "task", i) or self._tasks[i]
             valid = bool(_info_item(infos, "action_valid", i, default=True))
+            state = str(_info_item(infos, "state", i, default=observations[i]))
             if source is not None and isinstance(task, Task):
                 step = Step(
                     state=self._states[i],
                     action=str(actions[i]),
-                    next_state=str(observations[i]),
+                    next_state=state,
                     reward=float(rewards[i]),
                     done=bool(terminations[i]),
                     action_valid=valid,
@@ -345,7 +347,7 @@ class VectorReplayGrounding(VectorWrapper):
                 )
             self._step_indices[i] += 1
             if valid:
-                self._states[i] = str(observations[i])
+                self._states[i] = state
 
     def close(self, **kwargs: Any) -> None:
         self._hooks.close()

@@ -36,7 +36,7 @@ class CoinFlipExpert:
         self.sabotage = task.id in self.never or (task.id in self.coin and self.rng.random() < 0.5)
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
-        if self.sabotage and observation.startswith("WebShop | item"):
+        if self.sabotage and info["state"].startswith("WebShop | item"):  # the Markov page says its kind
             return "click[Buy Now]"
         return self.expert(observation, info)
 

@@ -16,7 +16,8 @@ from dreamgym_env.types import Demonstration, ExperienceRequest, Transition
 def test_reset_gives_task_initial_state(scripted_model, webshop_task):
     env = DreamEnv("webshop", scripted_model)
     obs, info = env.reset(seed=1, options={"task": webshop_task})
-    assert obs == webshop_task.initial_state
+    assert env.state == info["state"] == webshop_task.initial_state  # what the model reads
+    assert obs == env.observation == env.domain.render_observation(webshop_task.initial_state)
     assert info["task"] == webshop_task and info["task_id"] == webshop_task.id
     assert info["source"] == "synthetic"
     assert info["admissible_actions"][0] == "search[<query>]"
@@ -55,7 +56,8 @@ def test_invalid_action_gives_feedback_without_model_call(scripted_model, websho
     env.reset(options={"task": webshop_task})
     for action in ("buy it now", "click[Buy Now]", "search[]"):
         obs, reward, terminated, truncated, info = env.step(action)
-        assert obs == webshop_task.initial_state  # WebShop leaves the page unchanged
+        assert env.state == webshop_task.initial_state  # WebShop leaves the page unchanged
+        assert obs == env.domain.render_observation(webshop_task.initial_state)
         assert reward == 0.0 and not terminated and not info["action_valid"] and info["error"]
     assert scripted_model.calls == 0
     # The page did not change: a valid action is still judged against the search page.

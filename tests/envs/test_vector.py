@@ -43,7 +43,7 @@ def test_next_step_autoreset(scripted_model):
     assert list(terminated) == [True, False] and rewards[0] == 1.0
     calls = scripted_model.calls
     obs, rewards, terminated, _, infos = envs.step(["ignored", "click[< Prev]"])
-    assert obs[0].startswith("WebShop | search") and rewards[0] == 0.0 and not terminated[0]
+    assert obs[0].startswith("WebShop [SEP] Instruction:") and rewards[0] == 0.0 and not terminated[0]
     assert scripted_model.calls == calls + 1  # the resetting sub-env made no call
 
 
@@ -188,7 +188,7 @@ def test_failed_step_at_the_truncation_limit_does_not_break_later_steps(page_aft
     _, _, _, truncated, _ = envs.step(["nope", "click[< Prev]"])
     assert list(truncated) == [True, True] and [len(env.steps) for env in envs.envs] == [2, 2]
     obs, _, _, truncated, infos = envs.step(["ignored", "ignored"])  # autoreset, no ConfigurationError
-    assert not truncated.any() and all(o.startswith("WebShop | search") for o in obs)
+    assert not truncated.any() and all(o.startswith("WebShop [SEP] Instruction:") for o in obs)
     envs.step(["search[c]", "search[d]"])
     assert [len(env.steps) for env in envs.envs] == [1, 1]
 
@@ -208,7 +208,7 @@ def test_failed_step_leaves_pending_autoresets_to_the_retry(page_after):
     assert envs.envs[0].task is task_before and envs.envs[0].steps == steps_before
     responder.failing = False
     obs, rewards, terminated, _, _ = envs.step(["ignored", "click[< Prev]"])
-    assert resets == [0] and obs[0].startswith("WebShop | search") and envs.envs[0].steps == []
+    assert resets == [0] and obs[0].startswith("WebShop [SEP] Instruction:") and envs.envs[0].steps == []
 
 
 def test_unnamed_failure_names_the_whole_batch():

@@ -30,7 +30,7 @@ def buy_if_odd(observations, infos):
     """Search first; then buy in odd-numbered rollouts, go back in even ones (a policy with mixed outcomes)."""
     return [
         "search[anything]"
-        if "[Search]" in obs
+        if "[Search]" in info["state"]  # the search page's Markov text
         else ("click[Buy Now]" if info["rollout"] % 2 else "click[< Prev]")
         for obs, info in zip(observations, infos, strict=True)
     ]

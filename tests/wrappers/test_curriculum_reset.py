@@ -37,7 +37,7 @@ class Shop:
 
 
 def policy(obs: str) -> str:
-    return "search[it]" if obs.startswith("WebShop | search") else "click[Buy Now]"
+    return "search[it]" if obs.startswith("WebShop [SEP] Instruction:") else "click[Buy Now]"  # search page
 
 
 @pytest.fixture

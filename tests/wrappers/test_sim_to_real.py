@@ -55,7 +55,8 @@ def test_real_steps_are_counted_apart_and_reported_in_info(envs):
     env = SimToReal(*envs)
     env.switch("real")
     observation, info = env.reset(seed=1)
-    assert info["source"] == "real" and observation.startswith("WebShop | search")
+    assert info["source"] == "real" and observation.startswith("WebShop [SEP] Instruction:")
+    assert info["state"].startswith("WebShop | search")
     _, _, _, _, info = env.step("search[shoes]")
     assert info["source"] == "real" and info["action_valid"]
     assert env.counts.real_steps == 1 and env.counts.synthetic_steps == 0 and env.counts.steps == 1
@@ -141,7 +142,8 @@ def test_real_steps_reach_the_listeners_as_steps(envs):
     env.step("search[shoes]")  # synthetic: not recorded
     _, info = env.reset()
     real_obs = env.real_env.unwrapped.state
-    obs, reward, _, _, _ = env.step("search[blue shirt]")
+    _, reward, _, _, real_info = env.step("search[blue shirt]")
+    obs = real_info["state"]  # the Markov page, what the experience model is grounded in
     env.step("click[no such label]")
     assert [task_id for task_id, _ in recorded] == [info["task_id"]] * 2
     first, invalid = recorded[0][1], recorded[1][1]

@@ -30,6 +30,7 @@ from dreamgym_env.envs.webshop.pages import (
     SUB_PAGE_LABELS,
     search_page,
 )
+from dreamgym_env.envs.webshop.real_text import observation_of_page
 from dreamgym_env.envs.webshop.state import ITEM_KINDS, WebShopState, render, score_state
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
@@ -184,6 +185,13 @@ class WebShopDomain(Domain):
     def invalid_action_feedback(self, state: str, error: ActionError) -> str:
         """The page unchanged, as ``WebAgentTextEnv.step`` leaves it (the reason is ``info["error"]``)."""
         return state
+
+    def render_observation(self, state: str, reward: float | None = None) -> str:
+        """The page as WebShop's text env prints it (:mod:`~dreamgym_env.envs.webshop.real_text`).
+
+        A text that is not a page of the Markov format is shown as written.
+        """
+        return observation_of_page(state, reward)
 
     def is_terminal_action(self, action: ParsedAction) -> bool:
         return action.verb == "click" and action.argument.lower() == BUY_LABEL.lower()

@@ -1,8 +1,9 @@
 """The WebShop expert: a scripted policy that reads the pages and the task's goal.
 
-It reads both page formats of the reference env: the default ``"pages"`` lines and WebShop's
-own ``' [SEP] '`` text (``observation_mode="text"``). The real text shows neither the open
-item's id nor the selection, so in that format the expert remembers what it clicked.
+It reads both page formats of the reference env: WebShop's own ``' [SEP] '`` text (the
+default observation of both WebShop ids) and the Markov ``"pages"`` lines. The real text shows
+neither the open item's id nor the selection, so in that format the expert remembers what it
+clicked.
 """
 
 from __future__ import annotations

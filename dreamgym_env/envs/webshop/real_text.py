@@ -1,4 +1,4 @@
-"""A page as WebShop's own text env prints it (``observation_mode='text'``).
+"""A page as WebShop's own text env prints it: the agent-facing observation of both WebShop ids.
 
 ``WebAgentTextEnv.convert_html_to_text(html, simple=True)`` of princeton-nlp/WebShop
 (``web_agent_site/envs/web_agent_text_env.py``, commit 64fa2a5) joins the stripped visible
@@ -24,15 +24,27 @@ strings of the page's HTML with ``' [SEP] '``. The HTML comes from the templates
 Empty strings (the templates' indentation) are left out, as in the observations the real env
 is known to print ("WebShop [SEP] Instruction: [SEP] ... [SEP] Search"). The price tag is
 WebShop's ``f"${price}"`` of a float (``$35.5``, ``$100.0``).
+
+The Markov page text (:mod:`~dreamgym_env.envs.webshop.pages`) stays what the experience model
+reads and writes and what the reference env restores from; :func:`observation_of_page` turns
+it into this text without a catalog (the synthetic env's pages may show invented products).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from dreamgym_env.envs.webshop.catalog import bullet_points_of
-from dreamgym_env.envs.webshop.pages import BACK_LABEL, BUY_LABEL, NEXT_LABEL, PREV_LABEL, SEARCH_LABEL
-from dreamgym_env.envs.webshop.state import WebShopState
+from dreamgym_env.envs.webshop.pages import (
+    BACK_LABEL,
+    BUY_LABEL,
+    NEXT_LABEL,
+    PREV_LABEL,
+    SEARCH_LABEL,
+    PageKind,
+)
+from dreamgym_env.envs.webshop.state import Choice, Item, OptionGroup, ResultRow, WebShopState
 
 SEP = " [SEP] "
 """What ``convert_html_to_text`` joins a page's strings with."""
@@ -112,3 +124,123 @@ def _done_elements(state: WebShopState, reward: float | None) -> list[str]:
         "Reward Details",
         "None",
     ]
+
+
+_RESULTS_HEADER = re.compile(r'^WebShop \| results \| query "([^"]*)" \| page (\d+) of \d+ \| (\d+) results$')
+_ITEM_HEADER = re.compile(
+    r'^WebShop \| (item|description|features|reviews) (\S+) \| query "([^"]*)" \| page (\d+)$'
+)
+_ROW = re.compile(r"^\[(\S+)\] (.*) \| \$([0-9.]+)$")
+_PRICE_RATING = re.compile(r"^Price: \$([0-9.]+) \| Rating: ([0-9.]+) stars$")
+_OPTION_LINE = re.compile(r"^([^:\[\]]+): ((?:\[[^\[\]]+\] ?)+)$")
+_VALUE = re.compile(r"\[([^\[\]]+)\]")
+_PURCHASE = re.compile(r"^Purchased (\S+) with (.*) for \$([0-9.]+)\.$")
+_INSTRUCTION = "Instruction: "
+
+
+def observation_of_page(text: str, reward: float | None = None) -> str:
+    """The real text of a page in the Markov format, or ``text`` itself when it is not one.
+
+    ``reward`` is the done page's score. A text that does not parse as a page (a synthetic
+    env's model may write one) is shown as written: the agent sees what the model wrote.
+    """
+    state = _state_of_page_text(text)
+    return text if state is None else real_text(state, reward)
+
+
+def _selection(text: str) -> tuple[Choice, ...] | None:
+    if text in ("none", "no options"):
+        return ()
+    choices = []
+    for part in text.split(", "):
+        group, sep, value = part.partition("=")
+        if not sep:
+            return None
+        choices.append(Choice.model_construct(group=group, value=value))
+    return tuple(choices)
+
+
+def _item(item_id: str, title: str = "", price: float = 0.0, rating: float = 0.0) -> Item:
+    return Item.model_construct(
+        id=item_id,
+        title=title,
+        price=price,
+        rating=rating,
+        brand="",
+        category="",
+        type="",
+        attrs=(),
+        options=(),
+    )
+
+
+def _state_of_page_text(text: str) -> WebShopState | None:
+    """What :func:`real_text` needs of a page's text (no catalog: facts it does not print stay empty)."""
+    lines = text.split("\n")
+    if len(lines) < 3 or not lines[1].startswith(_INSTRUCTION):
+        return None
+    header, instruction, body = lines[0], lines[1][len(_INSTRUCTION) :], lines[2:]
+    if header == "WebShop | search":
+        return WebShopState.model_construct(kind="search", instruction=instruction)
+    if header == "WebShop | done":
+        bought = _PURCHASE.match(body[-1])
+        selected = _selection(bought.group(2)) if bought else None
+        if bought is None or selected is None:
+            return None
+        return WebShopState.model_construct(
+            kind="done", instruction=instruction, item=_item(bought.group(1)), selected=selected
+        )
+    results = _RESULTS_HEADER.match(header)
+    if results:
+        rows = [_ROW.match(line) for line in body[1:]]
+        return WebShopState.model_construct(
+            kind="results",
+            instruction=instruction,
+            query=results.group(1),
+            page=int(results.group(2)),
+            total=int(results.group(3)),
+            results=tuple(
+                ResultRow.model_construct(id=row.group(1), title=row.group(2), price=float(row.group(3)))
+                for row in rows
+                if row
+            ),
+        )
+    opened = _ITEM_HEADER.match(header)
+    if opened is None:
+        return None
+    kind: PageKind = opened.group(1)  # type: ignore[assignment]
+    base = WebShopState.model_construct(
+        kind=kind, instruction=instruction, query=opened.group(3), page=int(opened.group(4))
+    )
+    if kind == "item":
+        return _item_page(opened.group(2), body, base)
+    text_lines = tuple(line for line in body[1:] if not line.startswith("Selected: "))
+    item = _item(opened.group(2))
+    if kind == "features":
+        points = [line.removeprefix("- ") for line in text_lines]
+        brand = next((p.removeprefix("brand: ") for p in points if p.startswith("brand: ")), "")
+        category = next((p.removeprefix("category: ") for p in points if p.startswith("category: ")), "")
+        attrs = tuple(p for p in points if not p.startswith(("brand: ", "category: ")))
+        item = item.model_copy(update={"brand": brand, "category": category, "attrs": attrs})
+        text_lines = ()
+    return base.model_copy(update={"item": item, "text": text_lines})
+
+
+def _item_page(item_id: str, body: list[str], base: WebShopState) -> WebShopState | None:
+    if len(body) < 3:
+        return None
+    price = _PRICE_RATING.match(body[2])
+    if price is None:
+        return None
+    groups = []
+    for line in body[3:]:
+        option = _OPTION_LINE.match(line)
+        if option and not line.startswith("Selected: "):
+            groups.append(
+                OptionGroup.model_construct(
+                    name=option.group(1), values=tuple(_VALUE.findall(option.group(2)))
+                )
+            )
+    item = _item(item_id, body[1], float(price.group(1)), float(price.group(2)))
+    item = item.model_copy(update={"options": tuple(groups)})
+    return base.model_copy(update={"item": item})

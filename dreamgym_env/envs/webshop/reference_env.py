@@ -45,18 +45,19 @@ class WebShopRefEnv(gym.Env[str, str]):
     men's shirt that is machine washable, in navy blue, size large, price lower than 40.00
     dollars"). It is ground truth for offline trajectories, for measuring how faithfully an
     experience model predicts transitions, and for sim-to-real; never the default behind a
-    synthetic id. Pages and actions are exactly those the synthetic ``DreamGym/WebShop-v0``
-    shows its experience model (``WebShopDomain().prompt``).
+    synthetic id. Its observations are those the synthetic ``DreamGym/WebShop-v0`` shows the
+    agent, and its states (``info["state"]``) those it shows its experience model
+    (``WebShopDomain().prompt``).
 
     ## Observation Space
-    ``UnicodeText``: the current page as text (search, results, item, description/features/
-    reviews sub-page, or the purchase confirmation). ``observation_mode="pages"`` (the default,
-    and the synthetic env's text): the page in lines, clickable labels in square brackets, with
-    the query, results page and selection a page needs to be restored from its text.
-    ``observation_mode="text"``: the page exactly as WebShop's ``WebAgentTextEnv`` prints it in
-    its ``'text'`` mode, elements joined by ``' [SEP] '``
-    (:func:`~dreamgym_env.envs.webshop.real_text.real_text`); such pages do not say which
-    query or options led there, so the env is not restorable in that mode.
+    ``UnicodeText``: the current page (search, results, item, description/features/reviews
+    sub-page, or the purchase confirmation). ``observation_mode="text"`` (the default): the
+    page exactly as WebShop's ``WebAgentTextEnv`` prints it in its ``'text'`` mode, elements
+    joined by ``' [SEP] '`` (:func:`~dreamgym_env.envs.webshop.real_text.real_text`).
+    ``observation_mode="pages"``: the Markov page text, in lines, clickable labels in square
+    brackets, with the query, results page and selection that the real text leaves out. That
+    text is the env's state in either mode (:attr:`state`, ``info["state"]``): the experience
+    model's format, and what :meth:`restore` takes.
 
     ## Action Space
     ``UnicodeText``: any string. Valid actions are ``search[query]`` (on any page, as
@@ -84,7 +85,8 @@ class WebShopRefEnv(gym.Env[str, str]):
     (``gym.make`` applies the registered ``max_episode_steps`` through ``TimeLimit`` instead).
 
     ## Info
-    ``task``, ``task_id``, ``source`` (``"real"``), ``admissible_actions`` (``search[<query>]``
+    ``task``, ``task_id``, ``source`` (``"real"``), ``state`` (the Markov page text, also
+    :attr:`state`), ``admissible_actions`` (``search[<query>]``
     on the search page, else ``click[label]`` for every label), ``abstract_state`` (the page as
     a :class:`~dreamgym_env.envs.webshop.state.WebShopState`, also :attr:`abstract_state`), and
     after a step ``action_valid``, ``score``, ``won`` and, for an invalid action, ``error``.
@@ -99,7 +101,7 @@ class WebShopRefEnv(gym.Env[str, str]):
     | ``catalog_seed`` | ``0`` | seed of the generated catalog and its tasks |
     | ``num_products`` | ``2000`` | catalog size (tasks: 3 per product, one in 6 for test) |
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
-    | ``observation_mode`` | ``"pages"`` | ``"pages"`` (restorable) or ``"text"`` (WebShop's own text) |
+    | ``observation_mode`` | ``"text"`` | ``"text"`` (WebShop's own text) or ``"pages"`` (the Markov page text) |
     | ``domain`` | the registered ``webshop`` | the domain pack whose grammar and feedback it uses |
 
     The catalog, its search index and its tasks are built once per process per
@@ -107,14 +109,13 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     ## Version History
     * v0: first release. Issue 27: WebShop's own reward, grammar, invalid actions (page
-      unchanged), search from any page, ``[Next >]`` on every results page, and
-      ``observation_mode="text"``.
+      unchanged), search from any page, ``[Next >]`` on every results page, and WebShop's own
+      page text as the default observation (``observation_mode="text"``).
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     restorable = True
-    """In ``observation_mode="pages"`` a page's text determines the env's state (pages are Markov), so
-    :meth:`restore` works; an env in ``"text"`` mode sets it to ``False``."""
+    """A page's Markov text (:attr:`state`) determines the env's state, so :meth:`restore` works."""
 
     def __init__(
         self,
@@ -128,12 +129,11 @@ class WebShopRefEnv(gym.Env[str, str]):
         render_mode: str | None = None,
         max_text_length: int = 16_384,
         domain: Domain | None = None,
-        observation_mode: ObservationMode = "pages",
+        observation_mode: ObservationMode = "text",
     ) -> None:
         if observation_mode not in ("pages", "text"):
             raise ConfigurationError(f'observation_mode must be "pages" or "text", got {observation_mode!r}')
         self.observation_mode: ObservationMode = observation_mode
-        self.restorable = observation_mode == "pages"
         check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
         self.domain: Domain = domain if domain is not None else get_domain("webshop")
         self.catalog = load_catalog(catalog_seed, num_products)
@@ -150,6 +150,8 @@ class WebShopRefEnv(gym.Env[str, str]):
         self.goal: Goal | None = None
         self.page = Page("search")
         self._rendered = Rendered("", ())
+        self.observation = ""
+        """What the agent sees of the current page (see ``observation_mode``)."""
         self.elapsed_steps = 0
         self.last_score: Score | None = None
         self._done = True
@@ -161,7 +163,7 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     @property
     def state(self) -> str:
-        """The current page's text."""
+        """The current page's Markov text (the experience model's format, what :meth:`restore` takes)."""
         return self._rendered.text
 
     @property
@@ -205,20 +207,18 @@ class WebShopRefEnv(gym.Env[str, str]):
         self.page = page
         self._rendered = render(page, self.task.instruction, self.catalog)
         if self.observation_mode == "text":
-            state = state_of_page(page, self.task.instruction, self.catalog)
-            self._rendered = Rendered(real_text(state, reward), self._rendered.labels)
+            self.observation = real_text(state_of_page(page, self.task.instruction, self.catalog), reward)
+        else:
+            self.observation = self._rendered.text
 
     def restore(self, task: Task, state: str) -> None:
         """Put the env on page ``state`` of ``task``, as if the episode had led there.
 
-        Pages are Markov (see :mod:`~dreamgym_env.envs.webshop.pages`), so the text of a page is
-        enough. Raises :class:`~dreamgym_env.errors.ConfigurationError` when ``state`` is not a
-        page this env renders for ``task`` (or is the final page of an episode).
+        ``state`` is a page's Markov text (:attr:`state`, ``info["state"]``; pages are Markov, see
+        :mod:`~dreamgym_env.envs.webshop.pages`), in either observation mode. Raises
+        :class:`~dreamgym_env.errors.ConfigurationError` when ``state`` is not a page this env
+        renders for ``task`` (or is the final page of an episode).
         """
-        if not self.restorable:
-            raise ConfigurationError(
-                'restore() needs observation_mode="pages" (WebShop\'s text pages are not Markov)'
-            )
         task = self.resolve_task(task)
         page = parse_page(state, self.catalog)
         if page is None or page.kind == "done" or not is_reachable(page, self.catalog):
@@ -244,10 +244,11 @@ class WebShopRefEnv(gym.Env[str, str]):
             "task": task,
             "task_id": task.id,
             "source": "real",
+            "state": self.state,
             "admissible_actions": self.admissible_actions(),
             "abstract_state": self.abstract_state,
         }
-        return self.state, info
+        return self.observation, info
 
     def step(self, action: str) -> StepResult:
         if self.task is None or self._done:
@@ -265,9 +266,11 @@ class WebShopRefEnv(gym.Env[str, str]):
         info: dict[str, Any] = {"task": self.task, "task_id": self.task.id, "source": "real"}
         if page is None:
             error = parsed if isinstance(parsed, ActionError) else self._error(parsed)
-            observation = self.domain.invalid_action_feedback(self.state, error)
+            # The page is unchanged, as in WebShop; a domain's feedback would show on the Markov text.
+            feedback = self.domain.invalid_action_feedback(self.state, error)
+            observation = self.observation if feedback == self.state else feedback
             self._done = truncated
-            info.update(action_valid=False, error=error.message, score=0.0, won=False)
+            info.update(action_valid=False, error=error.message, score=0.0, won=False, state=self.state)
             info["admissible_actions"] = self.admissible_actions()
             info["abstract_state"] = self.abstract_state
             return observation, 0.0, False, truncated, info
@@ -281,12 +284,12 @@ class WebShopRefEnv(gym.Env[str, str]):
             reward = score if self.reward_mode == "score" else float(self.last_score.won)
         self._show(page, score)
         self._done = terminated or truncated
-        info.update(action_valid=True, score=score, won=terminated and score >= 1.0 - 1e-9)
+        info.update(action_valid=True, score=score, won=terminated and score >= 1.0 - 1e-9, state=self.state)
         info["admissible_actions"] = self.admissible_actions()
         info["abstract_state"] = self.abstract_state
         if self.render_mode == "human":
-            print(f"> {action}\n{self.state}")
-        return self.state, reward, terminated, truncated and not terminated, info
+            print(f"> {action}\n{self.observation}")
+        return self.observation, reward, terminated, truncated and not terminated, info
 
     def _error(self, parsed: ParsedAction) -> ActionError:
         return self.domain.validate_action(parsed, self.state) or ActionError(
@@ -295,7 +298,7 @@ class WebShopRefEnv(gym.Env[str, str]):
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return self.state
+            return self.observation
         if self.render_mode == "human":
-            print(self.state)
+            print(self.observation)
         return None

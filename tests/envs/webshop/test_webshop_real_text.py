@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from dreamgym_env.agents import make_policy
+from dreamgym_env.envs.oracle import OracleExperienceModel
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.real_text import price_tag, real_text
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.envs.webshop.state import Choice, Item, OptionGroup, ResultRow, WebShopState
@@ -112,9 +116,11 @@ def test_env_in_text_mode_prints_the_real_pages_and_next_always_works():
             info["action_valid"] and f"Page {page} (Total results: {total}) [SEP] < Prev [SEP] Next >" in obs
         )
     assert obs.endswith("[SEP] Next >")  # past the last page: no products
-    assert not env.restorable
-    with pytest.raises(ConfigurationError, match="pages"):
-        env.restore(env.tasks[0], obs)
+    assert env.restorable  # from the Markov text in info["state"], not from the real text
+    env.restore(info["task"], info["state"])
+    assert env.observation == obs
+    with pytest.raises(ConfigurationError, match="continue from"):
+        env.restore(info["task"], obs)
     with pytest.raises(ConfigurationError, match="observation_mode"):
         WebShopRefEnv(observation_mode="html")  # type: ignore[arg-type]
 
@@ -131,3 +137,67 @@ def test_env_in_text_mode_done_page_shows_the_score():
     assert obs.endswith(
         f"[SEP] Your score (min 0.0, max 1.0) [SEP] {info['score']} [SEP] Reward Details [SEP] None"
     )
+
+
+def test_the_default_observation_is_the_real_text_and_info_state_the_markov_page():
+    """web_agent_text_env.py WebAgentTextEnv.observation in 'text' mode is what both WebShop ids show the agent."""
+    env = WebShopRefEnv(split="test")
+    obs, info = env.reset(seed=0)
+    assert obs == env.observation == real_text(info["abstract_state"])
+    assert info["state"] == env.state == info["task"].initial_state
+
+
+@pytest.mark.parametrize("policy", ["expert", "random"])
+def test_render_observation_of_the_markov_page_is_the_real_text_on_every_step(policy):
+    """WebAgentTextEnv.convert_html_to_text of each page: the synthetic env renders the model's
+    Markov page through WebShopDomain.render_observation, without a catalog, into the same text."""
+    domain = get_domain("webshop")
+    env = WebShopRefEnv(split="test", max_steps=15)
+    actor = make_policy(policy, domain, seed=1)
+    kinds = set()
+    for seed in range(40):
+        reset = getattr(actor, "reset", None)
+        if callable(reset):
+            reset()
+        obs, info = env.reset(seed=seed)
+        assert domain.render_observation(info["state"]) == obs
+        terminated = truncated = False
+        while not (terminated or truncated):
+            obs, _, terminated, truncated, info = env.step(actor(obs, info))
+            assert domain.render_observation(info["state"], info["score"] if terminated else None) == obs
+            kinds.add(info["abstract_state"].kind)
+    assert {"results", "item", "done"} <= kinds
+
+
+def test_render_observation_shows_a_text_that_is_no_page_as_written():
+    """A synthetic env's model may write a text that is no page: the agent sees what it wrote."""
+    domain = get_domain("webshop")
+    for text in ("not a page", "WebShop | item X\nInstruction: a\nbroken", ""):
+        assert domain.render_observation(text) == text
+
+
+@pytest.mark.parametrize("state_mode", ["text", "structured"])
+def test_the_synthetic_env_shows_the_agent_the_reference_env_text(state_mode):
+    """Both WebShop ids print WebAgentTextEnv's text (web_agent_text_env.py, 'text' mode) while the
+    experience model keeps reading and writing the Markov state: one protocol for SimToReal."""
+    domain = get_domain("webshop")
+    reference = WebShopRefEnv(split="test", max_steps=15)
+    synthetic = DreamEnv(domain, OracleExperienceModel(domain), split="test", state_mode=state_mode)
+    wins = 0
+    for task in reference.tasks[:5]:
+        expert = domain.expert_policy()
+        real_obs, real_info = reference.reset(options={"task": task})
+        obs, info = synthetic.reset(options={"task": task})
+        terminated = False
+        while not terminated:
+            assert obs == real_obs and info["admissible_actions"] == real_info["admissible_actions"]
+            assert info["state"] == real_info["state"]
+            action = expert(obs, info)
+            real_obs, reward, terminated, _, real_info = reference.step(action)
+            obs, _, _, _, info = synthetic.step(action)
+            if state_mode == "structured":
+                assert synthetic.state == reference.abstract_state.model_dump_json()
+        if reward == 1.0:  # the done page prints the reward: the synthetic env's is the outcome
+            wins += 1
+            assert obs == real_obs
+    assert wins >= 3

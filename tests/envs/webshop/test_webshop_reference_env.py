@@ -19,7 +19,8 @@ DOMAIN = WebShopDomain()
 
 @pytest.fixture
 def env() -> WebShopRefEnv:
-    return WebShopRefEnv(split="test")
+    """An env that shows the Markov page text (its state), the format these tests pin."""
+    return WebShopRefEnv(split="test", observation_mode="pages")
 
 
 def first_task(env: WebShopRefEnv) -> Task:
@@ -59,7 +60,7 @@ def test_reset_shows_the_search_page_and_info(env):
 
 
 def test_same_seed_same_task_and_episode(env):
-    other = WebShopRefEnv(split="test")
+    other = WebShopRefEnv(split="test", observation_mode="pages")
     actions = ["search[yoga mat]", "click[Next >]", "click[< Prev]", "click[Buy Now]", "click[nowhere]"]
     for seed in (0, 1, 2):
         a, b = env.reset(seed=seed), other.reset(seed=seed)
@@ -126,7 +127,7 @@ def test_buy_now_scores_the_purchase(env):
 
 def test_partial_purchase_outcome_and_score_rewards():
     for mode, expected in (("outcome", 0.0), ("score", None)):
-        env = WebShopRefEnv(split="test", reward=mode)
+        env = WebShopRefEnv(split="test", reward=mode, observation_mode="pages")
         goal, _ = open_target(env)
         obs, reward, terminated, _, info = env.step("click[Buy Now]")  # no options selected
         assert terminated and not info["won"] and 0.0 < info["score"] < 1.0
@@ -207,10 +208,10 @@ def test_admissible_actions_and_validation_agree_with_the_domain(env):
 def test_restore_continues_from_a_page(env):
     goal, item_page = open_target(env)
     task = first_task(env)
-    other = WebShopRefEnv(split="test")
+    other = WebShopRefEnv(split="test")  # the default real text: restored from the Markov state
     other.restore(task, item_page)
     assert other.state == item_page
-    assert other.step("click[Features]")[0] == env.step("click[Features]")[0]
+    assert other.step("click[Features]")[4]["state"] == env.step("click[Features]")[0]
     with pytest.raises(ConfigurationError):
         other.restore(task, item_page.replace("Selected: none", "Selected: size=enormous"))
     with pytest.raises(ConfigurationError):
@@ -261,4 +262,5 @@ def test_any_string_never_raises(action):
     env.step("search[shirt]")
     obs, reward, terminated, truncated, info = env.step(action)
     assert isinstance(obs, str) and reward in (0.0, 1.0)
-    assert info["action_valid"] or obs == env.state
+    assert info["state"] == env.state
+    assert info["action_valid"] or obs == env.observation
