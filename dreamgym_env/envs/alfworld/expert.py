@@ -347,7 +347,11 @@ class _Planner:
         here = house.location
 
         def fits(recep: str | None) -> bool:
-            return recep is not None and house.is_open(recep) is not False and can_contain(kind_of(recep), kind_of(held))
+            return (
+                recep is not None
+                and house.is_open(recep) is not False
+                and can_contain(kind_of(recep), kind_of(held))
+            )
 
         if not fits(here):
             here = next((r for r in house.world.receptacles if fits(r)), None)

@@ -236,7 +236,12 @@ class Household:
 
     def _do_use(self, c: Command) -> bool:
         lamp, location = c.obj, self.location
-        if lamp is None or location is None or kind_of(lamp) not in LAMPS or lamp not in self.contents[location]:
+        if (
+            lamp is None
+            or location is None
+            or kind_of(lamp) not in LAMPS
+            or lamp not in self.contents[location]
+        ):
             return False
         self.lamps_on.add(lamp)
         self._message(f"You turn on the {lamp}.")
@@ -246,7 +251,11 @@ class Household:
         obj, knife, location = c.obj, c.recep, self.location
         if obj is None or knife is None or location is None or knife != self.holding:
             return False
-        if kind_of(knife) not in KNIVES or kind_of(obj) not in SLICEABLE or obj not in self.contents[location]:
+        if (
+            kind_of(knife) not in KNIVES
+            or kind_of(obj) not in SLICEABLE
+            or obj not in self.contents[location]
+        ):
             return False
         self.states.setdefault(obj, set()).add("sliced")
         self._message(f"You sliced the {obj} with the {knife}.")

@@ -108,7 +108,9 @@ def location_numbers(receptacles: tuple[str, ...]) -> dict[str, int]:
     a fixed shuffle of ``1 .. 2R + 1`` seeded by the room's receptacles, the same in every process.
     """
     rng = random.Random("alfworld-locations|" + "|".join(receptacles))
-    return dict(zip(receptacles, rng.sample(range(1, 2 * len(receptacles) + 2), len(receptacles)), strict=True))
+    return dict(
+        zip(receptacles, rng.sample(range(1, 2 * len(receptacles) + 2), len(receptacles)), strict=True)
+    )
 
 
 def describe(receptacle: str, is_open: bool | None, contents: Sequence[str]) -> str:
@@ -120,7 +122,9 @@ def describe(receptacle: str, is_open: bool | None, contents: Sequence[str]) -> 
     return f"The {receptacle} is open. In it, you see {see_list(contents)}."
 
 
-def arrive_text(receptacles: Sequence[str], receptacle: str, is_open: bool | None, contents: Sequence[str]) -> str:
+def arrive_text(
+    receptacles: Sequence[str], receptacle: str, is_open: bool | None, contents: Sequence[str]
+) -> str:
     """alfred.twl2's ``GotoLocation.feedback``: ``You arrive at loc N.`` and the receptacle's view."""
     number = location_numbers(tuple(receptacles)).get(receptacle, 0)
     return f"You arrive at loc {number}. {describe(receptacle, is_open, contents)}"
@@ -164,7 +168,12 @@ def examine_text(obj: str, states: Sequence[str], toggled: bool) -> str:
     kind = kind_of(obj)
     if kind in RECEPTACLE_OBJECTS:
         return f"This is a normal {obj}. In it, you see nothing."
-    clean, hot, cool, sliced = ("clean" in states), ("hot" in states), ("cool" in states), ("sliced" in states)
+    clean, hot, cool, sliced = (
+        ("clean" in states),
+        ("hot" in states),
+        ("cool" in states),
+        ("sliced" in states),
+    )
     if sliced:
         if clean and hot:
             return f"This is a hot and clean sliced {obj}."

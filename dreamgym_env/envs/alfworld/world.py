@@ -28,10 +28,48 @@ LAMPS = frozenset({"desklamp", "floorlamp"})
 # lower case, without the *Sliced types that ALFWorld's text games leave out); alfworld's
 # ``scripts/augment_pddl_states.py`` writes them into each game's PDDL as cleanable/heatable/... facts.
 CLEANABLE = frozenset(
-    ["apple", "bowl", "butterknife", "cloth", "cup", "dishsponge", "egg", "fork", "kettle", "knife", "ladle", "lettuce", "mug", "pan", "plate", "pot", "potato", "soapbar", "spatula", "spoon", "tomato"]
+    [
+        "apple",
+        "bowl",
+        "butterknife",
+        "cloth",
+        "cup",
+        "dishsponge",
+        "egg",
+        "fork",
+        "kettle",
+        "knife",
+        "ladle",
+        "lettuce",
+        "mug",
+        "pan",
+        "plate",
+        "pot",
+        "potato",
+        "soapbar",
+        "spatula",
+        "spoon",
+        "tomato",
+    ]
 )
 HEATABLE = frozenset(["apple", "bread", "cup", "egg", "mug", "plate", "potato", "tomato"])
-COOLABLE = frozenset(["apple", "bowl", "bread", "cup", "egg", "lettuce", "mug", "pan", "plate", "pot", "potato", "tomato", "winebottle"])
+COOLABLE = frozenset(
+    [
+        "apple",
+        "bowl",
+        "bread",
+        "cup",
+        "egg",
+        "lettuce",
+        "mug",
+        "pan",
+        "plate",
+        "pot",
+        "potato",
+        "tomato",
+        "winebottle",
+    ]
+)
 SLICEABLE = frozenset(["apple", "bread", "egg", "lettuce", "potato", "tomato"])
 KNIVES = frozenset({"knife", "butterknife"})
 """What ``slice X with Y`` needs in hand (alfred.pddl's SliceObject: KnifeType or ButterKnifeType)."""

@@ -162,7 +162,8 @@ class Browser:
     def tab_titles(self) -> list[str]:
         """Each tab's page title (the current page's from its numbered root, without a reload)."""
         return [
-            self.elements()[0].name if i == self.active else self.title(tab.url) for i, tab in enumerate(self.tabs)
+            self.elements()[0].name if i == self.active else self.title(tab.url)
+            for i, tab in enumerate(self.tabs)
         ]
 
     def render(self, mode: ObservationMode = "axtree") -> str:

@@ -124,7 +124,9 @@ def parse_command(text: str) -> Command | ActionError:
         action += " [1]"
     match = PATTERNS[verb].search(action)
     if match is None:
-        return Command(verb) if verb == "stop" else ActionError(f"invalid {verb} action, expected {USAGE[verb]}")
+        return (
+            Command(verb) if verb == "stop" else ActionError(f"invalid {verb} action, expected {USAGE[verb]}")
+        )
     if verb in ("click", "hover"):
         return Command(verb, element=int(match.group(1)))
     if verb == "type":

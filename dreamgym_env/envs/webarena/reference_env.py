@@ -319,7 +319,9 @@ class WebArenaRefEnv(gym.Env[str, str]):
             return self.state
         if self.render_mode == "html":
             browser = self.browser
-            return page_html(browser.url, browser.tab_titles(), browser.active, browser.visible(), self._message)
+            return page_html(
+                browser.url, browser.tab_titles(), browser.active, browser.visible(), self._message
+            )
         if self.render_mode == "human":
             print(self.state)
         return None

@@ -198,7 +198,9 @@ def tree_lines(elements: Iterable[ElementLike]) -> list[str]:
             ancestors.pop()
         above = ancestors[-1][1] if ancestors else 0
         props = e.properties
-        if not e.name.strip() and ((not props and e.role in PRUNED_ROLES) or (props and e.role == "listitem")):
+        if not e.name.strip() and (
+            (not props and e.role in PRUNED_ROLES) or (props and e.role == "listitem")
+        ):
             ancestors.append((e.depth, above))
             continue
         indent = "\t" * above
