@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from dreamgym_env.bench.consistency import ConsistencyReport
 from dreamgym_env.bench.fidelity import (
     FidelityReport,
     StateMode,
@@ -69,6 +70,8 @@ class FidelityResults:
     history_len: int
     samples: list[Sample]
     rows: list[FidelityRow] = field(default_factory=list)
+    rollouts: list[ConsistencyReport] = field(default_factory=list)
+    """Rollout consistency per policy (:mod:`.consistency`), where it was measured."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report: each run's :class:`FidelityReport`, its wall time and its reports by action type."""
@@ -86,6 +89,7 @@ class FidelityResults:
                 }
                 for row in self.rows
             },
+            "rollouts": {report.policy: report.to_dict() for report in self.rollouts},
         }
 
     def overall_table(self) -> Table:
@@ -144,8 +148,26 @@ class FidelityResults:
         ]
         return ["field", *(row.key for row in structured)], rows
 
+    def rollout_table(self) -> Table:
+        """One line per policy of the rollout-consistency episodes."""
+        headers = [
+            "policy", "episodes", "mean steps", "steps agreed before divergence", "episodes never diverged",
+            "outcome agreement", "success (synthetic)", "success (reference)",
+        ]  # fmt: skip
+        rows = [
+            [
+                r.policy,
+                str(r.episodes),
+                f"{r.mean_steps:.1f}",
+                *map(_share, (r.step_agreement, r.full_agreement, r.outcome_agreement)),
+                *map(_share, (r.synthetic_success, r.reference_success)),
+            ]
+            for r in self.rollouts
+        ]
+        return headers, rows
+
     def to_markdown(self) -> str:
-        """The three tables as GitHub markdown, under a title."""
+        """The tables as GitHub markdown, under a title."""
         parts = [
             f"## Fidelity of {self.model} on {self.domain} ({len(self.samples)} transitions, seed {self.seed})",
             _markdown(self.overall_table()),
@@ -155,6 +177,11 @@ class FidelityResults:
         fields = self.field_table()
         if fields[1]:
             parts += ["### By state field: exact match (similarity)", _markdown(fields)]
+        if self.rollouts:
+            parts += [
+                "### Rollout consistency: synthetic episodes replayed in the reference env",
+                _markdown(self.rollout_table()),
+            ]
         return "\n\n".join(parts) + "\n"
 
 

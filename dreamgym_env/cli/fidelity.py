@@ -1,7 +1,9 @@
 """``dreamgym fidelity``: how faithfully an experience model predicts a domain's reference env.
 
 Samples reference transitions (:mod:`dreamgym_env.bench.sampling`), asks the model for each in
-every mode and grounding chosen (:mod:`dreamgym_env.bench.fidelity_runs`) and writes the
+every mode and grounding chosen (:mod:`dreamgym_env.bench.fidelity_runs`), with ``--rollouts N``
+replays N synthetic expert and noisy episodes in the reference env (:mod:`dreamgym_env.bench.consistency`),
+and writes the
 reports to ``--out``: ``fidelity.md`` (also printed), ``fidelity.json``, two PNG plots (with
 matplotlib, the ``bench`` extra) and ``fidelity.html`` (:mod:`dreamgym_env.bench.html_report`).
 Wire it with ``app.command("fidelity")(fidelity_command)``.
@@ -121,11 +123,20 @@ def fidelity_command(
         ),
     ] = None,
     batch_size: Annotated[int, typer.Option(min=1, help="Requests sent to the model at once.")] = 4,
+    rollouts: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Rollout consistency: this many synthetic episodes each of the expert and noisy "
+            "policies (first mode, ungrounded), replayed in the reference env; 0: none.",
+        ),
+    ] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the sample, the grounding buffer and the oracle.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder of the reports.")] = Path("runs/fidelity"),
 ) -> None:
     """Fidelity of an experience model per action type and state field, in text and structured mode, grounded and not."""
     from dreamgym_env.agents.rollouts import progress_bar
+    from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, ConsistencyReport, rollout_consistency
     from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
     from dreamgym_env.bench.fidelity_runs import GROUNDINGS, MODES, FidelityResults, run_fidelity
     from dreamgym_env.bench.sampling import sample_transitions
@@ -156,9 +167,23 @@ def fidelity_command(
                 progress=bar.update,
                 on_row=lambda row: bar.set_postfix(done=row.key, refresh=False),
             )
+        consistency: list[ConsistencyReport] = []
+        if rollouts:
+            with progress_bar(rollouts * len(CONSISTENCY_POLICIES), "rollouts", unit="ep") as bar:
+                consistency = rollout_consistency(
+                    experience_model,
+                    pack,
+                    episodes=rollouts,
+                    state_mode=chosen_modes[0],
+                    history_len=history_len,
+                    seed=seed,
+                    progress=bar.update,
+                )
     finally:
         experience_model.close()
-    results = FidelityResults(pack.name, model_label(experience_model), seed, history_len, samples, rows)
+    results = FidelityResults(
+        pack.name, model_label(experience_model), seed, history_len, samples, rows, consistency
+    )
     paths = write_reports(results, out)
     typer.echo(results.to_markdown())
     typer.echo("reports: " + ", ".join(str(p) for p in paths))

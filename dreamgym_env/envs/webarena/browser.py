@@ -240,7 +240,7 @@ class Browser:
         elif verb in ("go_back", "go_forward"):
             step = -1 if verb == "go_back" else 1
             if not 0 <= tab.index + step < len(tab.history):
-                raise ActionFailed(f"there is no page to go {'back' if step < 0 else 'forward'} to")
+                return  # WebArena's execute_action calls Playwright's page.go_back(), a no-op there
             tab.index += step
             tab.values, tab.focus, tab.expanded, tab.scroll, tab.message = {}, None, set(), 0, ""
             self._changed()

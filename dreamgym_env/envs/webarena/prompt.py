@@ -14,11 +14,11 @@ the site shows the resulting page and possibly a message); a combobox opens its 
 search boxes and one-line forms.
 - hover [id]: no effect. press [key_comb]: Enter submits the focused field; PageDown/PageUp scroll.
 - scroll [up|down]: moves the viewport by {SCROLL_STEP} elements (a page lists at most {VIEWPORT} at once).
-- new_tab, tab_focus [index], close_tab: tabs. goto [url]: open a URL of a site. go_back, go_forward: history.
+- new_tab, tab_focus [index], close_tab: tabs. goto [url]: open a URL of a site. go_back, go_forward: history (no page there: nothing happens).
 - stop [answer]: the only action that ends the episode; the answer is judged ("N/A": cannot be done).
 Verbs are case-sensitive; "type [id] [] [1]" is invalid.
 Invalid, page unchanged plus an error line: an id not on the page, malformed syntax, an unknown URL, \
-no page to go back/forward to, typing into a non-text element.""",
+typing into a non-text element.""",
     state_format="""Observation (axtree mode), as WebArena's TextObervationProcessor prints it, then the URL:
 Tab 0 (current): <title> | Tab 1: <title> ...
 (a blank line)

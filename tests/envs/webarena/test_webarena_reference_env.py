@@ -208,7 +208,7 @@ def test_a_new_post_is_judged_by_the_content_of_the_page_at_stop(env, task_of):
 @pytest.mark.parametrize(
     ("action", "error"),
     [("click [9999]", "no element [9999]"), ("goto [http://nowhere.local/]", "no page"),
-     ("goto [http://shopping.local/product/99999]", "no page"), ("go_back", "no page to go back"),
+     ("goto [http://shopping.local/product/99999]", "no page"),
      ("tab_focus [3]", "no tab 3"), ("dance", "unknown action"), ("type [1] [x]", "not a text field")],
 )
 def test_invalid_action_keeps_the_page_with_a_failure_line(env, action, error):
@@ -219,6 +219,16 @@ def test_invalid_action_keeps_the_page_with_a_failure_line(env, action, error):
     assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, False)
     again, *_ = env.step("scroll [up]")
     assert again == obs
+
+
+@pytest.mark.parametrize("action", ["go_back", "go_forward"])
+def test_history_moves_with_no_page_there_change_nothing(env, action):
+    """WebArena's browser_env/actions.py execute_action calls Playwright's page.go_back() /
+    page.go_forward(), which do nothing (and raise nothing) when there is no page to go to."""
+    obs, _ = env.reset(seed=0)
+    after, reward, terminated, truncated, info = env.step(action)
+    assert after == obs and info["action_valid"] and "error" not in info
+    assert (reward, terminated, truncated) == (0.0, False, False)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,0 +1,63 @@
+"""Rollout consistency: synthetic episodes replayed in the reference env, and its place in ``dreamgym fidelity``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from dreamgym_env.bench.consistency import rollout_consistency
+from dreamgym_env.cli import app
+from dreamgym_env.envs.oracle import OracleExperienceModel
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.testing import ScriptedExperienceModel
+from dreamgym_env.types import Transition
+
+
+@pytest.mark.parametrize("name", ["webshop", "alfworld", "webarena"])
+def test_a_faithful_model_plays_the_reference_episode_step_for_step(name):
+    domain = get_domain(name)
+    model = OracleExperienceModel(domain, error_rate=0.0)
+    history = domain.max_episode_steps if not model.restorable else 4
+    (expert,) = rollout_consistency(model, domain, episodes=4, policies=["expert"], history_len=history)
+    assert (expert.policy, expert.episodes) == ("expert", 4)
+    assert expert.step_agreement == expert.full_agreement == expert.outcome_agreement == 1.0
+    assert expert.synthetic_success == expert.reference_success == 1.0
+
+
+def test_a_model_that_never_changes_the_state_diverges_at_the_first_step():
+    domain = get_domain("alfworld")
+    stuck = ScriptedExperienceModel(lambda request: Transition(reasoning="stuck", next_state=request.state))
+    reports = rollout_consistency(stuck, domain, episodes=3)
+    assert [r.policy for r in reports] == ["expert", "noisy"]
+    for report in reports:
+        assert report.step_agreement == report.full_agreement == 0.0
+        assert report.synthetic_success == 0.0 and report.mean_steps == domain.max_episode_steps
+
+
+def test_corrupted_answers_send_synthetic_episodes_elsewhere():
+    domain = get_domain("webshop")
+    model = OracleExperienceModel(domain, error_rate=0.3, seed=0)
+    (expert,) = rollout_consistency(model, domain, episodes=12, policies=["expert"])
+    assert expert.full_agreement < 1.0 and expert.step_agreement < 1.0
+    # the reference env replays the same actions: where they reach the goal there, it is won
+    assert expert.reference_success > 0.0
+
+
+def test_fidelity_reports_rollouts_when_asked(tmp_path):
+    args = ["--domain", "alfworld", "--model", "oracle", "--n", "6", "--modes", "structured"]
+    result = CliRunner().invoke(
+        app, ["fidelity", *args, "--grounding", "none", "--rollouts", "2", "--out", str(tmp_path)]
+    )
+    assert result.exit_code == 0, result.output
+    rollouts = json.loads((tmp_path / "fidelity.json").read_text())["rollouts"]
+    assert set(rollouts) == {"expert", "noisy"}
+    assert rollouts["expert"]["episodes"] == 2 and rollouts["expert"]["outcome_agreement"] == 1.0
+    assert "### Rollout consistency" in (tmp_path / "fidelity.md").read_text()
+
+
+def test_episodes_must_be_positive():
+    domain = get_domain("webshop")
+    with pytest.raises(ValueError, match="episodes must be >= 1"):
+        rollout_consistency(OracleExperienceModel(domain), domain, episodes=0)
