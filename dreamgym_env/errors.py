@@ -18,6 +18,9 @@ Failures of the outside world (a model endpoint, its output) are kept apart from
         └── ModelOutputError        the model kept answering text that is not a transition
 
 Errors carry context (which backend, which attempt, an excerpt of bad output), never a secret.
+
+One warning: ``StaleModelWarning`` (a ``UserWarning``), a trained experience model loaded after its
+domain's prompt changed.
 """
 
 from __future__ import annotations
@@ -58,6 +61,10 @@ class UnknownNameError(DreamGymError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+class StaleModelWarning(UserWarning):
+    """A trained experience model was trained on requests its domain no longer sends (its prompt changed)."""
 
 
 class DataError(DreamGymError):

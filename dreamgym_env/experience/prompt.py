@@ -9,11 +9,13 @@ the block nor rewrite the instructions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from dreamgym_env.experience.base import PROMPT_VERSION
 from dreamgym_env.types import DomainPrompt, ExperienceRequest
 
 DEMO_STATE_CHARS = 600
@@ -240,6 +242,17 @@ def system_prompt(domain_prompt: DomainPrompt, state_schema: dict[str, Any] | No
         state_format=domain_prompt.state_format.strip(),
         reward_rubric=domain_prompt.reward_rubric.strip(),
     )
+
+
+def prompt_fingerprint(domain_prompt: DomainPrompt, state_schema: dict[str, Any] | None = None) -> str:
+    """A short hash of what shapes a domain's requests in one state mode.
+
+    It covers :data:`~dreamgym_env.experience.base.PROMPT_VERSION` (the assembly code, bumped when
+    it changes), the system prompt and the state schema. Training examples record it, and so does
+    a model trained on them: a different one at load time means the model learned other requests.
+    """
+    payload = [PROMPT_VERSION, system_prompt(domain_prompt, state_schema), state_schema]
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
 def _history_state(state: str, request: ExperienceRequest) -> str:

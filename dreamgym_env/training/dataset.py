@@ -46,6 +46,7 @@ from dreamgym_env.experience.prompt import (
     carried_values,
     clip,
     messages,
+    prompt_fingerprint,
     user_prompt,
 )
 from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
@@ -221,6 +222,7 @@ def sft_example(
         "split": split,
         "domain": request.task.domain,
         "state_mode": "structured" if request.state_schema is not None else "text",
+        "prompt_fingerprint": prompt_fingerprint(request.prompt, request.state_schema),
         "task_id": request.task.id,
         "parent_id": request.task.parent_id,
         "policy": policy,

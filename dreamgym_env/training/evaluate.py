@@ -75,6 +75,8 @@ def load_model(
     """
     path = Path(spec).expanduser()
     trained = TrainedModel.load(path) if (path / MANIFEST_NAME).is_file() else None
+    if trained is not None:
+        trained.warn_if_stale()
     if backend == "transformers":
         if trained is None:
             raise ConfigurationError(

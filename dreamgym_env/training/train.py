@@ -23,12 +23,15 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError, DataError, StaleModelWarning
 from dreamgym_env.experience.local import DEFAULT_N_CTX
+from dreamgym_env.experience.prompt import prompt_fingerprint
 from dreamgym_env.experience.provision import PRESETS, check_gguf, model_file
 from dreamgym_env.training.dataset import read_examples
 from dreamgym_env.training.export import GGUF_ADAPTER_ARCHS, gguf_architecture, write_lora_gguf
@@ -94,6 +97,9 @@ class TrainedModel:
     train_task_ids: frozenset[str]
     config: dict[str, Any]
     stats: dict[str, Any] = field(default_factory=dict)
+    state_mode: str | None = None
+    prompt_fingerprint: str | None = None
+    """:func:`~dreamgym_env.experience.prompt.prompt_fingerprint` of the requests it was trained on."""
 
     @property
     def adapter_dir(self) -> Path:
@@ -108,6 +114,8 @@ class TrainedModel:
             "train_task_ids": sorted(self.train_task_ids),
             "config": self.config,
             "stats": self.stats,
+            "state_mode": self.state_mode,
+            "prompt_fingerprint": self.prompt_fingerprint,
         }
         (self.directory / MANIFEST_NAME).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
@@ -129,7 +137,32 @@ class TrainedModel:
             train_task_ids=frozenset(payload.get("train_task_ids", ())),
             config=payload.get("config", {}),
             stats=payload.get("stats", {}),
+            state_mode=payload.get("state_mode"),
+            prompt_fingerprint=payload.get("prompt_fingerprint"),
         )
+
+    def staleness(self) -> str | None:
+        """Why its domain's requests differ from the ones it was trained on, or ``None`` when they do not."""
+        if self.prompt_fingerprint is None:
+            return "its manifest records no prompt fingerprint (trained before they were recorded)"
+        pack = get_domain(self.domain)
+        schema = pack.state_json_schema if self.state_mode == "structured" else None
+        now = prompt_fingerprint(pack.prompt, schema)
+        if now == self.prompt_fingerprint:
+            return None
+        return f"it was trained on prompt {self.prompt_fingerprint}, the {self.domain!r} pack's is now {now}"
+
+    def warn_if_stale(self) -> None:
+        """Warn (:class:`~dreamgym_env.errors.StaleModelWarning`) with the commands that rebuild it, when stale."""
+        reason = self.staleness()
+        if reason is not None:
+            warnings.warn(
+                f"{self.directory}: a stale experience model: {reason}. Rebuild it: dreamgym experience "
+                f"dataset --domain {self.domain} --out DATA.jsonl, then dreamgym experience train "
+                f"--data DATA.jsonl --out {self.directory}",
+                StaleModelWarning,
+                stacklevel=3,
+            )
 
 
 def resolve_base(base: str) -> tuple[Path, str | None]:
@@ -244,6 +277,10 @@ def train_experience_model(
         raise DataError(
             f"{data} mixes domains {sorted(map(str, domains))}: train one experience model a domain"
         )
+    prompts = {(row.get("state_mode"), row.get("prompt_fingerprint")) for row in rows}
+    if len(prompts) != 1:
+        raise DataError(f"{data} mixes state modes or prompts {sorted(map(str, prompts))}: build it again")
+    ((state_mode, fingerprint),) = prompts
     out = Path(out)
     checkpoints = out / CHECKPOINT_DIR
     last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
@@ -332,6 +369,8 @@ def train_experience_model(
         train_task_ids=frozenset(str(row["task_id"]) for row in rows),
         config={**asdict(config), "target_modules": list(config.target_modules), "data": str(data)},
         stats=stats,
+        state_mode=state_mode,
+        prompt_fingerprint=fingerprint,
     )
     trained.save()
     return trained

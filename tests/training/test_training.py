@@ -17,10 +17,15 @@ from typer.testing import CliRunner
 
 from dreamgym_env.cli import app
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.errors import ConfigurationError, DataError, StaleModelWarning
 from dreamgym_env.experience.local import LocalExperienceModel, LocalSettings
 from dreamgym_env.experience.parsing import parse_transition
-from dreamgym_env.experience.prompt import STRUCTURED_REASONING_CHARS, answer_state_schema, carried_values
+from dreamgym_env.experience.prompt import (
+    STRUCTURED_REASONING_CHARS,
+    answer_state_schema,
+    carried_values,
+    prompt_fingerprint,
+)
 from dreamgym_env.rl.tiny_lm import train_tokenizer
 from dreamgym_env.training.dataset import (
     build_dataset,
@@ -310,3 +315,30 @@ def test_compare_models_asks_every_model_the_same_transitions_batch_by_batch(mon
     models["leaky"] = (ScriptedExperienceModel(), leaky)
     with pytest.raises(DataError, match="seen in training"):
         evaluate.compare_models(["oracle", "leaky"], n=6)
+
+
+def test_examples_and_the_trained_model_record_the_prompt_they_were_made_with(dataset, two_steps):
+    pack = get_domain(WEBSHOP)
+    rows = read_examples(dataset)
+    for row in rows:
+        schema = pack.state_json_schema if row["state_mode"] == "structured" else None
+        assert row["prompt_fingerprint"] == prompt_fingerprint(pack.prompt, schema)
+    reloaded = TrainedModel.load(two_steps.directory)
+    assert reloaded.prompt_fingerprint == rows[0]["prompt_fingerprint"] and reloaded.staleness() is None
+
+
+def test_a_changed_prompt_makes_the_trained_model_stale_with_the_rebuild_command(two_steps, monkeypatch):
+    monkeypatch.setattr("dreamgym_env.experience.prompt.PROMPT_VERSION", "a later version")
+    trained = TrainedModel.load(two_steps.directory)
+    assert "the 'webshop' pack's is now" in (trained.staleness() or "")
+    with pytest.warns(StaleModelWarning, match="dreamgym experience dataset --domain webshop"):
+        trained.warn_if_stale()
+
+
+def test_the_fingerprint_covers_the_system_prompt_and_the_state_schema():
+    pack = get_domain(WEBSHOP)
+    base = prompt_fingerprint(pack.prompt, pack.state_json_schema)
+    assert base == prompt_fingerprint(pack.prompt, pack.state_json_schema)
+    assert base != prompt_fingerprint(pack.prompt, None)
+    reworded = pack.prompt.model_copy(update={"rules": pack.prompt.rules + " One more rule."})
+    assert base != prompt_fingerprint(reworded, pack.state_json_schema)
