@@ -52,7 +52,7 @@ from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceMod
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.types import Task, Transition
+from dreamgym_env.types import Task, Transition, state_text
 
 EMBEDDED_MODEL_MB = 491
 """Size of the default embedded model (qwen-0.5b, Q4_K_M), said before it is assembled."""
@@ -463,7 +463,7 @@ def _play(
                 reset()
             episode.observation, episode.info = episode.env.reset(options={"task": episode.task})
             episode.reference_state, ref_info = episode.reference.reset(options={"task": episode.task})
-            episode.reference_text = str(ref_info.get("state", episode.reference_state))
+            episode.reference_text = state_text(episode.reference_state, ref_info)
         for step in range(1, max_steps + 1):
             moves = [m for m in (_move(e, bar.console) for e in episodes if not e.over) if m is not None]
             if not moves:
@@ -542,7 +542,7 @@ def _finish(
     else:
         ref_state, raw_reward, ref_done, _, ref_info = episode.reference.step(move.action)
         ref_reward, episode.reference_done = float(raw_reward), bool(ref_done)
-        episode.reference_text = str(ref_info.get("state", ref_state))
+        episode.reference_text = state_text(ref_state, ref_info)
     episode.reference_state = str(ref_state)
     info = episode.info
     usage = info.get("usage") or {}

@@ -7,7 +7,7 @@ All are pydantic v2 models and round-trip through JSON (``model_dump_json`` /
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -17,6 +17,16 @@ Source = Literal["offline", "real", "synthetic"]
 """Where a transition came from: offline data, a real (reference) env, or the experience model."""
 Policy = Callable[[str, dict], str]
 """A text policy: ``(observation, info) -> action``."""
+
+
+def state_text(observation: Any, info: Mapping[str, Any]) -> str:
+    """A step's model-facing state text.
+
+    ``info["state"]`` where the env reports one (its agent sees another text, as WebShop's real
+    pages), else the observation; ``""`` for a non-text observation.
+    """
+    state = info.get("state", observation)
+    return state if isinstance(state, str) else ""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dreamgym_env.agents.registry import make_policy
 from dreamgym_env.envs.domain import Domain, Policy
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.types import Step, Task, Trajectory
+from dreamgym_env.types import Step, Task, Trajectory, state_text
 
 PathLike = str | Path
 PIPED_PROGRESS_INTERVAL_S = 30.0
@@ -40,7 +40,7 @@ def _recorded_state(env: gym.Env, observation: str, info: dict[str, Any], state_
     sees another: WebShop's real page text), else the observation.
     """
     if state_mode == "text":
-        return str(info.get("state", observation))
+        return state_text(observation, info)
     abstract = getattr(env.unwrapped, "abstract_state", None)
     if abstract is None:
         raise ConfigurationError(

@@ -18,7 +18,7 @@ from dreamgym_env.envs.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
+from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage, state_text
 
 Corruption = Literal["action", "task", "reward"]
 CORRUPTIONS: tuple[Corruption, ...] = ("action", "task", "reward")
@@ -152,7 +152,7 @@ class OracleExperienceModel(ExperienceModel):
             # In structured mode the answer is the abstract state (after an invalid action: unchanged).
             next_state=env.abstract_state.model_dump_json()
             if structured
-            else (state if request.state_schema is not None else info.get("state", observation)),
+            else (state if request.state_schema is not None else state_text(observation, info)),
             reward=float(reward),
             terminated=bool(terminated),
         )

@@ -14,6 +14,7 @@ from gymnasium import spaces
 from dreamgym_env.envs.domain import ObservationFeatures
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.embedders import Embedder, make_embedder
+from dreamgym_env.types import state_text
 from dreamgym_env.wrappers.choice_actions import (
     DEFAULT_MAX_ACTIONS,
     candidate_actions,
@@ -228,7 +229,7 @@ class EmbedObservation(gym.Wrapper):
         candidates = list(candidates)[:k]
         instruction = instruction_of(info)
         stopwords = self.domain_features.stopwords
-        page = str(info.get("state", observation))  # the labelled lines, where the agent sees another text
+        page = state_text(observation, info)  # the labelled lines, where the agent sees another text
         lines = label_lines(page)
         contexts = [context_of(action, lines) for action in candidates]
         rows = self._embed([(instruction, ""), (page, ""), *zip(contexts, candidates, strict=True)])

@@ -23,7 +23,7 @@ from dreamgym_env.replay.grounding import (
     ReplayGrounder,
 )
 from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
-from dreamgym_env.types import Source, Step, Task
+from dreamgym_env.types import Source, Step, Task, state_text
 
 
 def _dream_envs(env: gym.Env | VectorEnv) -> list[DreamEnv]:
@@ -191,7 +191,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         observation, info = self.env.reset(seed=seed, options=options)
         task = info.get("task")
         self._task = task if isinstance(task, Task) else None
-        self._state = str(info.get("state", observation))
+        self._state = state_text(observation, info)
         self._episode_id = uuid.uuid4().hex
         self._step_index = 0
         return observation, info
@@ -201,7 +201,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         source = _record_source(info, hooked=bool(self.dream_envs)) if self._hooks.active else None
         task = info.get("task", self._task)
         valid = bool(info.get("action_valid", True))
-        state = str(info.get("state", observation))  # the model-facing text, where the agent sees another
+        state = state_text(observation, info)
         if source is not None and isinstance(task, Task):
             step = Step(
                 state=self._state,

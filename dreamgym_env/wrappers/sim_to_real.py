@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
-from dreamgym_env.types import Step, Task
+from dreamgym_env.types import Step, Task, state_text
 
 EnvSource = Literal["synthetic", "real"]
 SOURCES: tuple[EnvSource, ...] = ("synthetic", "real")
@@ -204,7 +204,7 @@ class SimToReal(gym.Env):
         self._count(episodes=1)
         task = info.get("task")
         self._task = task if isinstance(task, Task) else None
-        self._state = _state_of(observation, info)
+        self._state = state_text(observation, info)
         return observation, {**info, "source": self.source}
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -214,7 +214,7 @@ class SimToReal(gym.Env):
             step = Step(
                 state=self._state,
                 action=str(action),
-                next_state=_state_of(observation, info),
+                next_state=state_text(observation, info),
                 reward=float(reward),
                 done=bool(terminated),
                 action_valid=bool(info.get("action_valid", True)),
@@ -222,7 +222,7 @@ class SimToReal(gym.Env):
             for listener in self._listeners:
                 listener(self._task, step)
         if isinstance(observation, str) and info.get("action_valid", True):
-            self._state = _state_of(observation, info)
+            self._state = state_text(observation, info)
         return observation, reward, terminated, truncated, {**info, "source": self.source}
 
     def _count(self, *, steps: int = 0, episodes: int = 0) -> None:
@@ -244,9 +244,3 @@ class SimToReal(gym.Env):
     def close(self) -> None:
         for env in self.envs.values():
             env.close()
-
-
-def _state_of(observation: Any, info: dict[str, Any]) -> str:
-    """The state's model-facing text (``info["state"]`` where the env reports it, else the observation)."""
-    state = info.get("state", observation)
-    return state if isinstance(state, str) else ""
