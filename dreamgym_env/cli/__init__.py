@@ -57,7 +57,10 @@ def list_envs() -> None:
 def demo(
     model: Annotated[
         str | None,
-        typer.Option(help="Preset (qwen-0.5b, qwen-1.5b), a .gguf file or an endpoint model name."),
+        typer.Option(
+            help="Default: the pack's trained model. local:base (the prompted base), a preset "
+            "(qwen-0.5b, qwen-1.5b), a .gguf file, oracle[:error rate] or an endpoint model name."
+        ),
     ] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Synthetic episodes to play.")] = 2,
     domain: Annotated[
@@ -66,8 +69,12 @@ def demo(
     max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode at most.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the tasks.")] = 0,
     replay: Annotated[
-        bool, typer.Option(help="Ground the model in a replay buffer of expert episodes.")
-    ] = True,
+        bool | None,
+        typer.Option(
+            help="Ground the model in a replay buffer of expert episodes (default: on, except for a "
+            "pack's trained model, trained without demonstrations)."
+        ),
+    ] = None,
     state_mode: Annotated[
         str | None,
         typer.Option(help="'structured' (default where the domain has a state schema) or 'text'."),

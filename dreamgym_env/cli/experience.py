@@ -185,3 +185,57 @@ def eval_command(
     )
     for result in results:
         console.print(result.format(), markup=False, highlight=False, soft_wrap=True)
+
+
+@experience_app.command("build")
+def build_command(
+    domain: Annotated[str, typer.Option(help="The domain pack whose trained model to rebuild.")],
+    work: Annotated[
+        Path | None,
+        typer.Option(
+            help="Working folder: data, training run, raw evaluations (default runs/experience/<domain>)."
+        ),
+    ] = None,
+    install: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the adapter, manifest and report go (default: the pack's experience_model/)."
+        ),
+    ] = None,
+    n: Annotated[
+        int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
+    ] = 600,
+    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of one example.")] = 100,
+    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 8,
+    eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
+    rollouts: Annotated[
+        int,
+        typer.Option(min=0, help="Synthetic expert and noisy episodes each, replayed in the reference env."),
+    ] = 50,
+    stages: Annotated[
+        str, typer.Option(help="Comma-separated stages to run: data,train,export,eval,rollouts,report.")
+    ] = "data,train,export,eval,rollouts,report",
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the data, the adapter and the evaluation draws.")] = 0,
+) -> None:
+    """Rebuild a pack's trained experience model: data, LoRA training, export, evaluation, report (resumable)."""
+    import logging
+
+    from dreamgym_env.training.build import BuildConfig, build_pack_model
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    config = BuildConfig(
+        n=n, steps=steps, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
+        seed=seed, threads=threads,
+    )  # fmt: skip
+    pack = get_domain(domain)
+    chosen = tuple(part.strip() for part in stages.split(",") if part.strip())
+    shipped = build_pack_model(
+        pack, work or Path("runs") / "experience" / pack.name, config, install=install, stages=chosen
+    )
+    console.print(
+        f"{pack.name}: {shipped.describe()}; {shipped.directory}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )

@@ -30,31 +30,14 @@ MODEL_KINDS = ("local", "endpoint", "oracle")
 
 
 def build_model(spec: str, domain: Domain, *, seed: int = 0) -> ExperienceModel:
-    """The model of ``--model``: ``oracle[:error_rate]``, ``endpoint[:model name]`` or ``local[:preset or .gguf]``."""
-    kind, _, value = spec.partition(":")
-    kind = kind.strip().lower()
-    if kind == "oracle":
-        from dreamgym_env.envs.oracle import OracleExperienceModel
+    """The model of ``--model``: ``oracle[:error_rate]``, ``endpoint[:model name]``, ``local`` (the pack's trained adapter), ``local:base`` or ``local:<preset, .gguf or trained dir>``."""
+    from dreamgym_env.envs.models import experience_model_for
 
-        try:
-            error_rate = float(value) if value else 0.0
-        except ValueError:
-            raise ConfigurationError(f"oracle:<error_rate> needs a number in [0, 1], got {value!r}") from None
-        return OracleExperienceModel(domain, error_rate=error_rate, seed=seed)
-    if kind not in MODEL_KINDS:
+    if spec.partition(":")[0].strip().lower() not in MODEL_KINDS:
         raise ConfigurationError(
             f"--model must be one of {', '.join(MODEL_KINDS)} (with ':<value>'), got {spec!r}"
         )
-    from dreamgym_env.experience.provision import PRESETS
-    from dreamgym_env.experience.selection import default_experience_model
-
-    if kind == "endpoint":
-        return default_experience_model(
-            backend="endpoint", cache=False, **({"model": value} if value else {})
-        )
-    if value and value.strip().lower() in PRESETS:
-        return default_experience_model(backend="local", preset=value, cache=False)
-    return default_experience_model(backend="local", cache=False, **({"model_path": value} if value else {}))
+    return experience_model_for(domain, spec, seed=seed)
 
 
 def model_label(model: ExperienceModel) -> str:

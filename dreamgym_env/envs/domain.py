@@ -19,6 +19,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
@@ -176,6 +177,10 @@ class Domain(ABC):
     state_kind_field: ClassVar[str | None] = None
     """The abstract state's field that says what kind of state it is (a page kind, a location):
     fidelity reports its agreement separately."""
+    experience_model_dir: ClassVar[Path | None] = None
+    """The folder of the pack's trained experience model (manifest and GGUF adapter, written by
+    ``dreamgym experience build``), which the synthetic envs use by default; ``None`` or a folder
+    without a manifest: the pack ships none, and the prompted base model answers."""
 
     @property
     def id_name(self) -> str:

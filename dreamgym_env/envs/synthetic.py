@@ -11,10 +11,12 @@ import numpy as np
 from pydantic import BaseModel
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
+from dreamgym_env.envs.models import experience_model_for
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.prompt import utf8_safe
+from dreamgym_env.experience.selection import served_trained_model
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Transition
 
@@ -109,7 +111,7 @@ class DreamEnv(gym.Env[str, str]):
     | argument | default | meaning |
     |---|---|---|
     | ``domain`` | (required) | a registered domain's name, or any ``Domain`` (registered or not) |
-    | ``experience_model`` | from config | the model backend (see ``dreamgym_env.experience``) |
+    | ``experience_model`` | the pack's trained model | an ``ExperienceModel``, or a name: ``"local"`` (the pack's trained adapter on the embedded base), ``"local:base"`` (the prompted base), ``"local:<preset, .gguf or trained dir>"``, ``"endpoint[:<model>]"``, ``"oracle[:<error rate>]"``; default: an endpoint when one is configured, else ``"local"`` (see ``dreamgym_env.envs.models``) |
     | ``max_steps`` | ``None`` | truncate after this many steps (``None``: no limit of its own) |
     | ``history_len`` | ``4`` | how many past steps the model sees |
     | ``split`` | ``"train"`` | where random tasks come from |
@@ -129,7 +131,7 @@ class DreamEnv(gym.Env[str, str]):
     def __init__(
         self,
         domain: str | Domain,
-        experience_model: ExperienceModel | None = None,
+        experience_model: ExperienceModel | str | None = None,
         *,
         max_steps: int | None = None,
         history_len: int = DEFAULT_HISTORY_LEN,
@@ -157,8 +159,11 @@ class DreamEnv(gym.Env[str, str]):
         self.state_mode: StateMode = state_mode
         self.reward_mode: RewardSource = reward_mode
         # A model the env chose itself is the env's to close; a passed one may be shared.
-        self._owns_model = experience_model is None
-        experience_model = resolve_experience_model(experience_model, model_settings)
+        self._owns_model = not isinstance(experience_model, ExperienceModel)
+        experience_model = experience_model_for(self.domain, experience_model, model_settings)
+        trained = served_trained_model(experience_model)
+        if trained is not None:
+            trained.warn_if_stale(self.domain, state_mode)
         if max_steps is not None and max_steps < 1:
             raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
         if history_len < 0:
@@ -436,17 +441,3 @@ def _remove(hooks: list[Any], hook: Any) -> None:
         if known is hook:
             del hooks[i]
             return
-
-
-def resolve_experience_model(model: ExperienceModel | None, settings: dict[str, Any]) -> ExperienceModel:
-    """The passed model, or the default one built with ``settings`` (``gym.make(id, timeout_s=5)``)."""
-    if model is not None:
-        if settings:
-            raise ConfigurationError(
-                f"{sorted(settings)} configure the model an env builds itself; pass them to your "
-                "experience model instead, or pass no experience_model"
-            )
-        return model
-    from dreamgym_env.experience.selection import default_experience_model
-
-    return default_experience_model(**settings)

@@ -11,6 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.models import experience_model_for
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import (
     DEFAULT_HISTORY_LEN,
@@ -19,7 +20,6 @@ from dreamgym_env.envs.synthetic import (
     ReadyStep,
     RewardSource,
     StateMode,
-    resolve_experience_model,
 )
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
@@ -56,7 +56,7 @@ class DreamVectorEnv(VectorEnv):
         self,
         num_envs: int,
         domain: str | Domain,
-        experience_model: ExperienceModel | None = None,
+        experience_model: ExperienceModel | str | None = None,
         *,
         max_steps: int | None = None,
         history_len: int = DEFAULT_HISTORY_LEN,
@@ -70,8 +70,8 @@ class DreamVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
         domain = get_domain(domain)
-        self._owns_model = experience_model is None
-        experience_model = resolve_experience_model(experience_model, model_settings)
+        self._owns_model = not isinstance(experience_model, ExperienceModel)
+        experience_model = experience_model_for(domain, experience_model, model_settings)
         self.experience_model = experience_model
         self.num_envs = num_envs
         self.render_mode = render_mode

@@ -56,6 +56,7 @@ from dreamgym_env.experience.prompt import (
     transition_schema,
 )
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
+from dreamgym_env.experience.trained import TrainedModel, file_sha256
 from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
 
 logger = logging.getLogger(__name__)
@@ -349,7 +350,10 @@ class LocalExperienceModel(ExperienceModel):
             raise ConfigurationError(f"the local model needs the xllamacpp runtime: {LOCAL_EXTRA_HINT}")
         self.model_file, self.model_id = model_file(model_path, preset=preset, locate=locate_parts)
         if self.settings.lora_adapter is not None:  # another model: its own id (and cache keys)
-            self.model_id = f"{self.model_id}+{check_gguf(Path(self.settings.lora_adapter)).name}"
+            adapter = check_gguf(Path(self.settings.lora_adapter))
+            self.model_id = f"{self.model_id}+{adapter.name}@{file_sha256(adapter)[:12]}"
+        self.trained_model: TrainedModel | None = None
+        """The trained model's manifest, where the adapter is a pack's or a training run's (set by selection)."""
         super().__init__()
         self._runtime_factory: RuntimeFactory = runtime_factory or XllamacppRuntime
         self._runtime: ChatRuntime | None = None

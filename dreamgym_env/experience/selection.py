@@ -10,8 +10,15 @@ The order (the first that applies wins):
 3. an endpoint configured in the environment (``DREAMGYM_BASE_URL``, ``OPENAI_BASE_URL``,
    ``OPENAI_API_KEY``): any OpenAI-compatible server;
 4. the embedded local model, when ``DREAMGYM_LOCAL_MODEL`` names a file or the ``local`` extra
-   (the xllamacpp runtime and the default preset's model packages) is installed;
+   (the xllamacpp runtime and the default preset's model packages) is installed: with the
+   domain pack's trained adapter (``trained``, the pack's ``experience_model/`` folder) unless a
+   model file, preset or adapter is named; a pack that ships none gets the prompted base model,
+   and a warning says so;
 5. otherwise a :class:`~dreamgym_env.errors.ConfigurationError` that names both ways.
+
+:func:`model_from_spec` builds a model from a name (``local``, ``local:base``,
+``local:<preset, GGUF file or trained directory>``, ``endpoint[:<model>]``), as the CLI's
+``--model`` options and ``experience_model="local:base"`` take it.
 
 The chosen backend is logged once. It is wrapped in the persistent transition cache only when
 asked (``cache=True`` or ``DREAMGYM_CACHE=1``, see :mod:`dreamgym_env.experience.cache`): an
@@ -23,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final, Literal
 
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
@@ -32,12 +40,14 @@ from dreamgym_env.experience.provision import (
     DEFAULT_PRESET,
     MODEL_PATH_VARIABLE,
     PRESET_VARIABLE,
+    PRESETS,
     cache_dir,
     get_preset,
     installed_parts,
     is_provisioned,
     parts_available,
 )
+from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -46,13 +56,17 @@ BACKENDS: Final[tuple[Backend, ...]] = ("endpoint", "local")
 BACKEND_VARIABLE: Final = "DREAMGYM_BACKEND"
 ENDPOINT_VARIABLES: Final = ("DREAMGYM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 LOCAL_SETTINGS: Final = frozenset(
-    {"model_path", "preset", "settings", "n_ctx", "n_threads", "seed", "runtime_factory"}
+    {"model_path", "preset", "settings", "n_ctx", "n_threads", "seed", "runtime_factory", "lora_adapter"}
 )
 """Keyword arguments that only the local backend takes (passing one chooses it)."""
 ENDPOINT_SETTINGS: Final = frozenset(
     {"config", "base_url", "api_key", "model", "max_concurrency", "retry", "deadline_s"}
 )
 """Keyword arguments that only the endpoint backend takes (passing one chooses it)."""
+MODEL_CHOICES: Final = frozenset({"model_path", "preset", "settings", "lora_adapter"})
+"""Local settings that name the model itself: with one of them the pack's trained adapter is not applied."""
+BASE_SPEC: Final = "base"
+"""``local:base``: the prompted base model, without the pack's adapter."""
 
 _announced: set[str] = set()
 
@@ -80,11 +94,11 @@ def local_backend_available() -> bool:
     return local_backend_problem() is None
 
 
-def _announce(model: ExperienceModel, reason: str) -> None:
+def _announce(model: ExperienceModel, reason: str, *, level: int = logging.INFO) -> None:
     message = f"experience model: {model!r} ({reason})"
     if message not in _announced:
         _announced.add(message)
-        logger.info(message)
+        logger.log(level, message)
 
 
 def _backend_name(value: str) -> Backend:
@@ -124,6 +138,8 @@ def default_experience_model(
     *,
     backend: Backend | None = None,
     cache: bool | None = None,
+    trained: TrainedModel | None = None,
+    domain: str | None = None,
     **settings: Any,
 ) -> ExperienceModel:
     """Choose and build a backend (see the module docstring for the order).
@@ -131,11 +147,15 @@ def default_experience_model(
     Arguments:
         backend: force ``"endpoint"`` or ``"local"``.
         cache: wrap the backend in the transition cache (default: off unless ``DREAMGYM_CACHE=1``).
+        trained: the domain pack's trained model, which the local backend serves unless
+            ``settings`` or ``DREAMGYM_LOCAL_MODEL``/``DREAMGYM_LOCAL_MODEL_PRESET`` name another.
+        domain: the pack's name, for the log line when it ships no trained model.
         settings: passed to the chosen backend's constructor.
     """
     env = os.environ
     chosen, reason = _choose(backend, settings, env)
     model: ExperienceModel
+    level = logging.INFO
     if chosen == "endpoint":
         from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
 
@@ -143,8 +163,59 @@ def default_experience_model(
     else:
         from dreamgym_env.experience.local import LocalExperienceModel
 
-        model = LocalExperienceModel(**settings)
-    _announce(model, reason)
+        named = MODEL_CHOICES.intersection(settings) or [
+            name for name in (MODEL_PATH_VARIABLE, PRESET_VARIABLE) if env.get(name, "").strip()
+        ]
+        served = trained if trained is not None and not named else None
+        model = LocalExperienceModel(**({**served.local_settings(), **settings} if served else settings))
+        model.trained_model = served
+        if served is not None:
+            reason += f"; {served.describe()}"
+        elif domain is not None and not named:
+            level = logging.WARNING
+            reason += (
+                f"; the {domain!r} pack ships no trained experience model, so the prompted base model "
+                "answers: far less faithful than a trained one (docs/results.md); train one with "
+                f"`dreamgym experience build --domain {domain}`"
+            )
+    _announce(model, reason, level=level)
     if cache if cache is not None else cache_enabled(env):
         return CachedExperienceModel(model)
     return model
+
+
+def model_from_spec(
+    spec: str, *, trained: TrainedModel | None = None, domain: str | None = None, **settings: Any
+) -> ExperienceModel:
+    """The model a name gives (never cached: a measurement wants fresh answers).
+
+    ``local``: the embedded model with the pack's ``trained`` adapter (as the envs' default);
+    ``local:base``: the prompted base model; ``local:<preset>``, ``local:<file.gguf>``,
+    ``local:<directory of a trained model>``; ``endpoint`` or ``endpoint:<model name>``.
+    """
+    kind, _, value = spec.partition(":")
+    kind, value = kind.strip().lower(), value.strip()
+    if kind == "endpoint":
+        named: dict[str, Any] = {"model": value} if value else {}
+        return default_experience_model(backend="endpoint", cache=False, **named, **settings)
+    if kind != "local":
+        raise ConfigurationError(
+            f"an experience model name is local[:base|<preset>|<file.gguf>|<trained directory>] or "
+            f"endpoint[:<model>], got {spec!r}"
+        )
+    if not value:
+        return default_experience_model(backend="local", cache=False, trained=trained, domain=domain, **settings)
+    if value.lower() == BASE_SPEC:
+        return default_experience_model(backend="local", cache=False, **settings)
+    if value.lower() in PRESETS:
+        return default_experience_model(backend="local", cache=False, preset=value.lower(), **settings)
+    if (Path(value).expanduser() / MANIFEST_NAME).is_file():
+        own = TrainedModel.load(Path(value).expanduser())
+        return default_experience_model(backend="local", cache=False, **{**own.local_settings(), **settings})
+    return default_experience_model(backend="local", cache=False, model_path=value, **settings)
+
+
+def served_trained_model(model: ExperienceModel) -> TrainedModel | None:
+    """The trained model (manifest) that ``model`` serves, looking through the transition cache."""
+    inner = getattr(model, "inner", model)
+    return getattr(inner, "trained_model", None)

@@ -34,7 +34,7 @@ from dreamgym_env.bench.sampling import sample_transitions
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.training.train import MANIFEST_NAME, TrainedModel
+from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel
 
 Backend = Literal["local", "transformers"]
 DEFAULT_EVAL_BATCH: Final = 4
@@ -76,7 +76,7 @@ def load_model(
     path = Path(spec).expanduser()
     trained = TrainedModel.load(path) if (path / MANIFEST_NAME).is_file() else None
     if trained is not None:
-        trained.warn_if_stale()
+        trained.warn_if_stale(get_domain(trained.domain))
     if backend == "transformers":
         if trained is None:
             raise ConfigurationError(
@@ -90,14 +90,7 @@ def load_model(
     from dreamgym_env.experience.local import LocalExperienceModel
 
     if trained is not None:
-        if trained.base_gguf is None or trained.adapter_gguf is None:
-            raise DataError(
-                f"{spec}: trained from a Hugging Face directory, so it has no GGUF adapter; "
-                "evaluate it with --backend transformers"
-            )
-        return LocalExperienceModel(
-            trained.base_gguf, lora_adapter=str(trained.adapter_gguf), **settings
-        ), trained
+        return LocalExperienceModel(**{**trained.local_settings(), **settings}), trained
     if path.suffix == ".gguf":
         return LocalExperienceModel(path, **settings), None
     return LocalExperienceModel(preset=spec, **settings), None

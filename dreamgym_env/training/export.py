@@ -7,7 +7,9 @@ and, for every adapted weight, ``blk.N.<name>.weight.lora_a`` (shape ``r x in``)
 ``.lora_b`` (``out x r``), named by the ``gguf`` package's own tensor-name map, as llama.cpp's
 ``convert_lora_to_gguf.py`` writes them. That script is not on PyPI and needs a checkout of
 llama.cpp; the ``gguf`` package is, and it is the library the script writes with. llama.cpp
-scales the product by ``alpha / r``, as PEFT does.
+scales the product by ``alpha / r``, as PEFT does. The tensors are stored in float16, as
+``convert_lora_to_gguf.py`` does by default: half the size of float32 (a pack ships its adapter
+in the wheel), and the precision llama.cpp computes the product in on the CPU.
 
 Only architectures whose weights llama.cpp's converter stores unchanged are written
 (:data:`GGUF_ADAPTER_ARCHS`): for others (Llama permutes its query and key rows) the adapter
@@ -71,7 +73,7 @@ def write_lora_gguf(model: Any, path: str | Path, *, arch: str | None = None) ->
                 target = name_map.get_name(weight, try_suffixes=(".weight",))
                 if target is None:
                     raise DataError(f"no GGUF name for {weight!r} in architecture {arch!r}")
-                writer.add_tensor(f"{target}.{gguf_part}", tensor.detach().float().cpu().numpy())
+                writer.add_tensor(f"{target}.{gguf_part}", tensor.detach().cpu().half().numpy())
                 count += 1
                 break
         else:

@@ -27,7 +27,8 @@ from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.local import DEFAULT_MAX_OUTPUT_REASKS
 from dreamgym_env.experience.prompt import answer_state_schema, carried_values, clip, messages
-from dreamgym_env.training.train import TrainedModel, load_base
+from dreamgym_env.experience.trained import TrainedModel
+from dreamgym_env.training.train import load_base
 from dreamgym_env.types import ExperienceRequest, Transition
 
 DEFAULT_MAX_NEW_TOKENS: Final = 1024

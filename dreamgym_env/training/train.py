@@ -20,25 +20,24 @@ Example::
 
 from __future__ import annotations
 
-import json
 import math
 import time
-import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.errors import ConfigurationError, DataError, StaleModelWarning
+from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.local import DEFAULT_N_CTX
-from dreamgym_env.experience.prompt import prompt_fingerprint
 from dreamgym_env.experience.provision import PRESETS, check_gguf, model_file
+from dreamgym_env.experience.trained import (
+    ADAPTER_DIR,
+    ADAPTER_GGUF,
+    TrainedModel,
+    file_sha256,
+)
 from dreamgym_env.training.dataset import read_examples
 from dreamgym_env.training.export import GGUF_ADAPTER_ARCHS, gguf_architecture, write_lora_gguf
 
-MANIFEST_NAME: Final = "dreamgym-experience.json"
-ADAPTER_DIR: Final = "adapter"
-ADAPTER_GGUF: Final = "adapter.gguf"
 CHECKPOINT_DIR: Final = "checkpoints"
 DEFAULT_TARGET_MODULES: Final = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """Every linear layer of a Qwen2/Llama block."""
@@ -83,86 +82,6 @@ class TrainConfig:
             raise ConfigurationError(f"max_minutes must be > 0, got {self.max_minutes}")
         if self.learning_rate <= 0 or not 0 <= self.lora_dropout < 1:
             raise ConfigurationError("learning_rate must be > 0 and lora_dropout in [0, 1)")
-
-
-@dataclass(frozen=True)
-class TrainedModel:
-    """A training run's manifest: what was trained on what, where its parts are, what it cost."""
-
-    directory: Path
-    base: str
-    base_gguf: Path | None
-    adapter_gguf: Path | None
-    domain: str
-    train_task_ids: frozenset[str]
-    config: dict[str, Any]
-    stats: dict[str, Any] = field(default_factory=dict)
-    state_mode: str | None = None
-    prompt_fingerprint: str | None = None
-    """:func:`~dreamgym_env.experience.prompt.prompt_fingerprint` of the requests it was trained on."""
-
-    @property
-    def adapter_dir(self) -> Path:
-        return self.directory / ADAPTER_DIR
-
-    def save(self) -> None:
-        payload = {
-            "base": self.base,
-            "base_gguf": str(self.base_gguf) if self.base_gguf else None,
-            "adapter_gguf": self.adapter_gguf.name if self.adapter_gguf else None,
-            "domain": self.domain,
-            "train_task_ids": sorted(self.train_task_ids),
-            "config": self.config,
-            "stats": self.stats,
-            "state_mode": self.state_mode,
-            "prompt_fingerprint": self.prompt_fingerprint,
-        }
-        (self.directory / MANIFEST_NAME).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-
-    @classmethod
-    def load(cls, directory: str | Path) -> TrainedModel:
-        directory = Path(directory)
-        try:
-            payload = json.loads((directory / MANIFEST_NAME).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DataError(
-                f"{directory} is not a trained experience model (no readable {MANIFEST_NAME}): {exc}"
-            ) from None
-        return cls(
-            directory=directory,
-            base=payload["base"],
-            base_gguf=Path(payload["base_gguf"]) if payload.get("base_gguf") else None,
-            adapter_gguf=directory / payload["adapter_gguf"] if payload.get("adapter_gguf") else None,
-            domain=payload["domain"],
-            train_task_ids=frozenset(payload.get("train_task_ids", ())),
-            config=payload.get("config", {}),
-            stats=payload.get("stats", {}),
-            state_mode=payload.get("state_mode"),
-            prompt_fingerprint=payload.get("prompt_fingerprint"),
-        )
-
-    def staleness(self) -> str | None:
-        """Why its domain's requests differ from the ones it was trained on, or ``None`` when they do not."""
-        if self.prompt_fingerprint is None:
-            return "its manifest records no prompt fingerprint (trained before they were recorded)"
-        pack = get_domain(self.domain)
-        schema = pack.state_json_schema if self.state_mode == "structured" else None
-        now = prompt_fingerprint(pack.prompt, schema)
-        if now == self.prompt_fingerprint:
-            return None
-        return f"it was trained on prompt {self.prompt_fingerprint}, the {self.domain!r} pack's is now {now}"
-
-    def warn_if_stale(self) -> None:
-        """Warn (:class:`~dreamgym_env.errors.StaleModelWarning`) with the commands that rebuild it, when stale."""
-        reason = self.staleness()
-        if reason is not None:
-            warnings.warn(
-                f"{self.directory}: a stale experience model: {reason}. Rebuild it: dreamgym experience "
-                f"dataset --domain {self.domain} --out DATA.jsonl, then dreamgym experience train "
-                f"--data DATA.jsonl --out {self.directory}",
-                StaleModelWarning,
-                stacklevel=3,
-            )
 
 
 def resolve_base(base: str) -> tuple[Path, str | None]:
@@ -371,6 +290,8 @@ def train_experience_model(
         stats=stats,
         state_mode=state_mode,
         prompt_fingerprint=fingerprint,
+        adapter_sha256=file_sha256(adapter_gguf) if adapter_gguf else None,
+        data={"file": str(data), "sha256": file_sha256(data), "train_examples": len(rows)},
     )
     trained.save()
     return trained

@@ -172,7 +172,7 @@ def test_env_closes_only_the_model_it_chose(monkeypatch, scripted_model):
     monkeypatch.setattr(type(scripted_model), "close", lambda self: closed.append(self))
     DreamEnv("webshop", scripted_model).close()
     assert closed == []  # a passed model may be shared
-    monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda: scripted_model)
+    monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda **_: scripted_model)
     DreamEnv("webshop").close()
     assert closed == [scripted_model]
 

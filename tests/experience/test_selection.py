@@ -177,3 +177,107 @@ def test_local_backend_problem_says_what_is_missing(monkeypatch, gguf, tmp_path)
     assert local_backend_problem({**env, "DREAMGYM_LOCAL_MODEL": str(gguf)}) is None
     monkeypatch.setattr(selection, "installed_parts", lambda preset: [gguf])
     assert local_backend_problem(env) is None
+
+
+# -- the packs' trained models: the default behind a synthetic id ------------------------------
+
+
+@pytest.fixture
+def webshop_model(tmp_path, monkeypatch) -> Path:
+    """A trained WebShop model in a folder of its own (manifest and a GGUF stub), as the pack's."""
+    import gymnasium as gym  # noqa: F401  (the ids are registered on import of dreamgym_env)
+
+    from dreamgym_env.envs.registry import get_domain
+    from dreamgym_env.envs.webshop.domain import WebShopDomain
+    from dreamgym_env.experience.prompt import prompt_fingerprint
+    from dreamgym_env.experience.trained import TrainedModel, file_sha256
+
+    pack = get_domain("webshop")
+    folder = tmp_path / "experience_model"
+    folder.mkdir()
+    adapter = folder / "adapter.gguf"
+    adapter.write_bytes(b"GGUF" + bytes(16))
+    TrainedModel(
+        directory=folder, base="qwen-0.5b", base_gguf=None, adapter_gguf=adapter, domain="webshop",
+        train_task_ids=frozenset(), config={}, stats={"steps": 3}, state_mode="structured",
+        prompt_fingerprint=prompt_fingerprint(pack.prompt, pack.state_json_schema),
+        adapter_sha256=file_sha256(adapter),
+    ).save()  # fmt: skip
+    monkeypatch.setattr(WebShopDomain, "experience_model_dir", folder)
+    return folder
+
+
+def make_env(closing: list[ExperienceModel], **kwargs: Any) -> Any:
+    import gymnasium as gym
+
+    env = gym.make("DreamGym/WebShop-v0", **kwargs)
+    closing.append(env.unwrapped.experience_model)
+    return env.unwrapped
+
+
+def test_a_synthetic_id_uses_its_packs_trained_adapter_by_default(closing, local_installed, webshop_model, caplog):
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.experience.selection"):
+        env = make_env(closing)
+    model = env.experience_model
+    assert isinstance(model, LocalExperienceModel)
+    assert model.settings.lora_adapter == str(webshop_model / "adapter.gguf")
+    assert model.trained_model is not None and model.trained_model.domain == "webshop"
+    assert model.model_id.startswith("preset-model+adapter.gguf@")  # its own cache keys
+    assert "the webshop pack's trained adapter on qwen-0.5b (3 steps)" in caplog.text
+
+
+def test_local_base_asks_for_the_prompted_base_model(closing, local_installed, webshop_model, caplog):
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.experience.selection"):
+        model = make_env(closing, experience_model="local:base").experience_model
+    assert isinstance(model, LocalExperienceModel)
+    assert model.settings.lora_adapter is None and model.trained_model is None
+    assert "ships no trained" not in caplog.text
+
+
+def test_a_pack_without_a_trained_model_gets_the_base_and_the_log_warns(
+    closing, local_installed, webshop_model, monkeypatch, caplog
+):
+    from dreamgym_env.envs.webshop.domain import WebShopDomain
+
+    monkeypatch.setattr(WebShopDomain, "experience_model_dir", webshop_model.parent / "none")
+    with caplog.at_level(logging.WARNING, logger="dreamgym_env.experience.selection"):
+        model = make_env(closing).experience_model
+    assert model.settings.lora_adapter is None
+    assert "the 'webshop' pack ships no trained experience model" in caplog.text
+    assert "dreamgym experience build --domain webshop" in caplog.text
+
+
+def test_a_named_model_beats_the_packs_adapter(closing, local_installed, webshop_model, gguf, monkeypatch):
+    monkeypatch.setenv("DREAMGYM_LOCAL_MODEL", str(gguf))
+    assert make_env(closing).experience_model.settings.lora_adapter is None
+    monkeypatch.delenv("DREAMGYM_LOCAL_MODEL")
+    assert make_env(closing, model_path=str(gguf)).experience_model.settings.lora_adapter is None
+
+
+def test_a_stale_pack_model_warns_with_the_command_that_rebuilds_it(
+    closing, local_installed, webshop_model, monkeypatch
+):
+    from dreamgym_env.errors import StaleModelWarning
+
+    monkeypatch.setattr("dreamgym_env.experience.prompt.PROMPT_VERSION", "a later version")
+    with pytest.warns(StaleModelWarning, match="Rebuild it: dreamgym experience build --domain webshop"):
+        make_env(closing)
+
+
+def test_text_requests_to_a_structured_adapter_are_stale(closing, local_installed, webshop_model):
+    from dreamgym_env.errors import StaleModelWarning
+
+    with pytest.warns(StaleModelWarning, match="trained on structured requests, this env sends text ones"):
+        make_env(closing, state_mode="text")
+
+
+def test_models_by_name(closing, local_installed, webshop_model, gguf):
+    from dreamgym_env.envs.oracle import OracleExperienceModel
+
+    oracle = make_env(closing, experience_model="oracle:0.25").experience_model
+    assert isinstance(oracle, OracleExperienceModel) and oracle.error_rate == 0.25
+    assert make_env(closing, experience_model=f"local:{gguf}").experience_model.settings.lora_adapter is None
+    trained = make_env(closing, experience_model=f"local:{webshop_model}").experience_model
+    assert trained.settings.lora_adapter == str(webshop_model / "adapter.gguf")
+    with pytest.raises(ConfigurationError, match="experience model name is local"):
+        make_env(closing, experience_model="remote")

@@ -35,7 +35,9 @@ def test_dreamgym_demo_domain_toy(toy, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setattr(selection, "default_experience_model", oracle)
     result = CliRunner().invoke(app, ["demo", "--domain", "toy", "--episodes", "2", "--max-steps", "8"])
     assert result.exit_code == 0, result.output
-    assert built == [{"cache": False}]
+    assert built == [
+        {"trained": None, "domain": "toy", "cache": False}
+    ]  # the toy pack ships no trained model
     text = result.output
     assert "episode 1 of 2" in text and "episode 2 of 2" in text and "toy-test-" in text
     assert "MOVE" in text and "CLAIM" in text and "Toy | done" in text
@@ -53,12 +55,19 @@ def test_run_demo_with_an_unregistered_domain_and_a_poor_model(toy):
     model = ScriptedExperienceModel(stuck)
     out = io.StringIO()
     summary = run_demo(
-        domain=Annex(), experience_model=model, episodes=1, max_steps=3, replay_episodes=4,
-        console=Console(file=out, width=140), progress=False,
+        domain=Annex(),
+        experience_model=model,
+        episodes=1,
+        max_steps=3,
+        replay_episodes=4,
+        console=Console(file=out, width=140),
+        progress=False,
     )
     model.close()
     assert summary.domain == "annex" and summary.steps == 3 and summary.replay_transitions > 4
-    assert summary.state_similarity < 1.0 and summary.same_page_share == 1.0  # restorable: the reference follows
+    assert (
+        summary.state_similarity < 1.0 and summary.same_page_share == 1.0
+    )  # restorable: the reference follows
     assert all(request.task.domain == "annex" and request.demonstrations for request in model.requests)
     assert summary.records[0].reference_state.startswith("Toy | ")
 

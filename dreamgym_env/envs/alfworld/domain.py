@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
@@ -37,6 +38,7 @@ class ALFWorldDomain(Domain):
 
     state_schema = ALFWorldState
     state_kind_field = "location"
+    experience_model_dir = Path(__file__).parent / "experience_model"
 
     def render_state(self, state: Any) -> str:
         """The ALFWorld-style observation of an abstract state."""

@@ -7,6 +7,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.envs.domain import (
@@ -135,6 +136,7 @@ class WebArenaDomain(Domain):
 
     state_schema = WebArenaState
     state_kind_field = "url"
+    experience_model_dir = Path(__file__).parent / "experience_model"
 
     def render_state(self, state: Any) -> str:
         """The accessibility-tree observation of an abstract state."""

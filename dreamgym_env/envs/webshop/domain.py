@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -121,6 +122,7 @@ class WebShopDomain(Domain):
     reward_modes: tuple[RewardMode, ...] = ("outcome", "score")
     state_schema = WebShopState
     state_kind_field = "kind"
+    experience_model_dir = Path(__file__).parent / "experience_model"
 
     @property
     def agent_prompt(self) -> str:

@@ -1,0 +1,69 @@
+"""Which experience model a domain's synthetic env gets: the pack's trained model by default, or one named.
+
+A built-in pack ships a trained experience model in its ``experience_model/`` folder
+(:attr:`~dreamgym_env.envs.domain.Domain.experience_model_dir`): a LoRA adapter of the embedded
+base model, trained on the pack's reference transitions (``dreamgym experience build``). With
+no endpoint configured the synthetic envs use it; ``experience_model="local:base"`` asks for
+the prompted base model instead, and ``"oracle[:error_rate]"`` for the reference env behind
+the model interface (an analysis tool, never a default).
+
+Example::
+
+    model, trained = experience_model_for(get_domain("webshop"), "local:base")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.trained import TrainedModel
+
+ORACLE_SPEC = "oracle"
+
+
+def pack_trained_model(domain: Domain) -> TrainedModel | None:
+    """The trained experience model ``domain`` ships, or ``None`` when it ships none."""
+    return TrainedModel.find(domain.experience_model_dir)
+
+
+def experience_model_for(
+    domain: Domain,
+    model: ExperienceModel | str | None = None,
+    settings: dict[str, Any] | None = None,
+    *,
+    seed: int = 0,
+) -> ExperienceModel:
+    """The model an env of ``domain`` uses: ``model`` itself, the one its name gives, or the default.
+
+    ``settings`` configure a model built here (``gym.make(id, timeout_s=5)``); passing them with
+    a model instance is an error, since they would be silently ignored.
+    """
+    settings = dict(settings or {})
+    if isinstance(model, ExperienceModel):
+        if settings:
+            raise ConfigurationError(
+                f"{sorted(settings)} configure the model an env builds itself; pass them to your "
+                "experience model instead, or pass no experience_model"
+            )
+        return model
+    from dreamgym_env.experience.selection import default_experience_model, model_from_spec
+
+    if model is None:
+        return default_experience_model(trained=pack_trained_model(domain), domain=domain.name, **settings)
+    if not isinstance(model, str):
+        raise ConfigurationError(
+            f"experience_model must be an ExperienceModel or a name, got {type(model).__name__}"
+        )
+    kind, _, value = model.partition(":")
+    if kind.strip().lower() == ORACLE_SPEC:
+        from dreamgym_env.envs.oracle import OracleExperienceModel
+
+        try:
+            error_rate = float(value) if value.strip() else 0.0
+        except ValueError:
+            raise ConfigurationError(f"oracle:<error_rate> needs a number in [0, 1], got {value!r}") from None
+        return OracleExperienceModel(domain, error_rate=error_rate, seed=seed)
+    return model_from_spec(model, trained=pack_trained_model(domain), domain=domain.name, **settings)

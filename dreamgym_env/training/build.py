@@ -1,0 +1,390 @@
+"""One command that rebuilds a domain pack's trained experience model: ``dreamgym experience build``.
+
+The stages, each skipped when its output is already there and still current (so a stopped
+build resumes where it stopped; training itself resumes from its last checkpoint):
+
+1. **data**: SFT examples from the pack's reference env (:func:`~.dataset.build_dataset`:
+   expert, noisy and random episodes of the train tasks; test examples from the test tasks);
+   rebuilt when the pack's prompt fingerprint changed;
+2. **train**: a LoRA adapter of the embedded base with TRL's SFTTrainer (:func:`~.train.train_experience_model`);
+3. **export**: the adapter as a float16 GGUF LoRA adapter and a portable manifest (the base by
+   preset name, the data's SHA-256 and mix, the train tasks, the adapter's SHA-256) in the
+   install folder, by default the pack's own ``experience_model/``;
+4. **eval**: the base and the trained model on the same held-out transitions
+   (:func:`~.evaluate.compare_models`), beside the always-0 baseline;
+5. **rollouts**: rollout consistency of the trained model (:func:`~dreamgym_env.bench.consistency.rollout_consistency`),
+   expert and noisy episodes on test tasks, replayed in the reference env;
+6. **report**: the numbers in the manifest (``evaluation``) and ``report.md`` in the install folder.
+
+Every stage logs its start, progress with an ETA and its end through :mod:`logging` (logger
+``dreamgym_env.training.build``), so a build run under ``nohup`` or in CI says where it is.
+
+Example::
+
+    build_pack_model("alfworld", "runs/experience/alfworld", BuildConfig(steps=80, eval_n=40))
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+from dreamgym_env.envs.domain import Domain
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.experience.prompt import prompt_fingerprint
+from dreamgym_env.experience.trained import (
+    ADAPTER_GGUF,
+    MANIFEST_NAME,
+    TrainedModel,
+    file_sha256,
+    rebuild_command,
+)
+from dreamgym_env.training.dataset import read_examples, state_mode_of
+
+logger = logging.getLogger(__name__)
+
+STAGES: Final = ("data", "train", "export", "eval", "rollouts", "report")
+BASE_PRESET: Final = "qwen-0.5b"
+"""The embedded base the packs' adapters are trained for."""
+REPORT_NAME: Final = "report.md"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """The recipe of a pack's model: data, LoRA, evaluation sizes.
+
+    ``steps`` optimiser steps of one example (rank ``lora_r``, every linear layer);
+    ``eval_n`` held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic
+    episodes each of the expert and the noisy policy (0 skips the stage); ``threads``: torch's
+    and llama.cpp's CPU threads (default: all cores).
+    """
+
+    n: int = 600
+    test_n: int | None = None
+    steps: int = 100
+    lora_r: int = 8
+    lora_alpha: int = 16
+    learning_rate: float = 3e-4
+    save_steps: int = 10
+    eval_n: int = 100
+    rollouts: int = 50
+    seed: int = 0
+    threads: int | None = None
+    base: str = BASE_PRESET
+    """The base model (a preset; a Hugging Face directory trains and exports, but the local backend cannot evaluate it)."""
+
+    def __post_init__(self) -> None:
+        for name in ("n", "steps", "lora_r", "lora_alpha", "save_steps", "eval_n"):
+            if getattr(self, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.rollouts < 0:
+            raise ConfigurationError(f"rollouts must be >= 0, got {self.rollouts}")
+
+    def train_recipe(self) -> dict[str, Any]:
+        """The fields that decide the adapter (a trained model with other ones is trained again)."""
+        return {"max_steps": self.steps, "lora_r": self.lora_r, "lora_alpha": self.lora_alpha,
+                "learning_rate": self.learning_rate, "seed": self.seed}  # fmt: skip
+
+
+class Eta:
+    """Progress of a stage in logs: done of total, elapsed, the estimated time left."""
+
+    def __init__(self, stage: str, total: int, unit: str) -> None:
+        self.stage, self.total, self.unit = stage, total, unit
+        self.started = time.perf_counter()
+
+    def __call__(self, done: int, detail: str = "") -> None:
+        elapsed = time.perf_counter() - self.started
+        left = elapsed / done * (self.total - done) if done else float("nan")
+        logger.info(
+            "%s: %d of %d %s, %.0f s elapsed, ETA %.0f s%s",
+            self.stage, done, self.total, self.unit, elapsed, left, f" ({detail})" if detail else "",
+        )  # fmt: skip
+
+
+def _data_current(path: Path, pack: Domain, config: BuildConfig) -> bool:
+    if not path.is_file():
+        return False
+    rows = read_examples(path)
+    fingerprint = prompt_fingerprint(
+        pack.prompt, pack.state_json_schema if state_mode_of(pack) == "structured" else None
+    )
+    train = [row for row in rows if row.get("split") == "train"]
+    return len(train) == config.n and {row.get("prompt_fingerprint") for row in rows} == {fingerprint}
+
+
+def _trained_current(model_dir: Path, data: Path, config: BuildConfig) -> bool:
+    trained = TrainedModel.find(model_dir)
+    if trained is None:
+        return False
+    recipe = {key: trained.config.get(key) for key in config.train_recipe()}
+    same_data = trained.data.get("sha256") in (None, file_sha256(data))
+    return recipe == config.train_recipe() and same_data and trained.base == config.base
+
+
+def _policy_mix(data: Path) -> dict[str, Any]:
+    rows = read_examples(data)
+    mix: dict[str, dict[str, int]] = {}
+    for row in rows:
+        split = mix.setdefault(str(row["split"]), {})
+        split[str(row["policy"])] = split.get(str(row["policy"]), 0) + 1
+    return {
+        "file": data.name,
+        "sha256": file_sha256(data),
+        "examples": mix,
+        "train_tasks": len({row["task_id"] for row in rows if row["split"] == "train"}),
+        "test_tasks": len({row["task_id"] for row in rows if row["split"] == "test"}),
+        "reasoning_source": sorted({str(row.get("reasoning_source")) for row in rows}),
+    }
+
+
+def export_pack_model(trained: TrainedModel, data: Path, install: Path) -> TrainedModel:
+    """Write ``trained``'s adapter (float16 GGUF) and a portable manifest into ``install``."""
+    import torch
+    from peft import PeftModel
+
+    from dreamgym_env.training.export import write_lora_gguf
+    from dreamgym_env.training.train import load_base
+
+    base, _ = load_base(trained.base, dtype=torch.float32)
+    adapted = PeftModel.from_pretrained(base, str(trained.adapter_dir))
+    install.mkdir(parents=True, exist_ok=True)
+    adapter = install / ADAPTER_GGUF
+    write_lora_gguf(adapted, adapter)
+    shipped = replace(
+        trained,
+        directory=install,
+        base_gguf=None,  # the base is the preset, found on the user's machine
+        adapter_gguf=adapter,
+        adapter_sha256=file_sha256(adapter),
+        data=_policy_mix(data),
+        config={key: value for key, value in trained.config.items() if key != "data"},
+        evaluation={},
+    )
+    shipped.save()
+    return shipped
+
+
+def _summary(report: dict[str, Any]) -> dict[str, Any]:
+    keys = ("n", "valid", "kind_agreement", "reward_agreement", "done_agreement", "similarity",
+            "exact_match", "always_zero_reward", "always_zero_done", "invalid_output",
+            "prompt_tokens", "completion_tokens", "latency_s")  # fmt: skip
+    return {key: report.get(key) for key in keys}
+
+
+def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) -> None:
+    """The pack model's report: what it was trained on, its held-out table and its rollouts."""
+    trained, base = evaluation.get("trained", {}), evaluation.get("base", {})
+    size_mb = shipped.adapter_gguf.stat().st_size / 1e6 if shipped.adapter_gguf else 0.0
+    lines = [
+        f"# The {shipped.domain} pack's trained experience model",
+        "",
+        f"LoRA adapter (rank {shipped.config.get('lora_r')}, every linear layer, float16 GGUF, "
+        f"{size_mb:.1f} MB) of the embedded `{shipped.base}`, "
+        f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
+        f"({shipped.stats.get('seconds', 0) / 60:.0f} min, {shipped.stats.get('tokens_per_s')} tokens/s, "
+        f"{shipped.stats.get('device')}). Prompt fingerprint `{shipped.prompt_fingerprint}` "
+        f"({shipped.state_mode} states). Rebuild: `{rebuild_command(shipped.domain)}`.",
+        "",
+        f"Data: {json.dumps(shipped.data.get('examples'))}, {shipped.data.get('train_tasks')} train tasks, "
+        f"{shipped.data.get('test_tasks')} test tasks (no task in both), reasoning from "
+        f"{', '.join(shipped.data.get('reasoning_source', []))}.",
+        "",
+    ]
+    if trained:
+        n = trained.get("n")
+        lines += [
+            f"## {n} held-out transitions (test tasks; seconds {evaluation.get('seconds')})",
+            "",
+            "| measure | base | trained | always 0 |",
+            "|---|---|---|---|",
+        ]
+        for key, name in (("valid", "valid state"), ("kind_agreement", "state kind"),
+                          ("reward_agreement", "reward agreement"), ("done_agreement", "episode-end agreement"),
+                          ("similarity", "similarity"), ("exact_match", "exact next state"),
+                          ("invalid_output", "invalid output"), ("completion_tokens", "output tokens"),
+                          ("latency_s", "latency a request, s")):  # fmt: skip
+            zero = {"reward_agreement": "always_zero_reward", "done_agreement": "always_zero_done"}.get(key)
+            lines.append(
+                f"| {name} | {_fmt(base.get(key))} | {_fmt(trained.get(key))} | {_fmt(trained.get(zero)) if zero else ''} |"
+            )
+        lines.append("")
+    for row in evaluation.get("rollouts", []):
+        if row is evaluation["rollouts"][0]:
+            lines += [
+                "## Rollout consistency (trained model; synthetic episodes replayed in the reference env)",
+                "",
+                "| policy | episodes | steps agreed | never diverged | outcome agreement | synthetic / reference success |",
+                "|---|---|---|---|---|---|",
+            ]
+        lines.append(
+            f"| {row['policy']} | {row['episodes']} | {row['step_agreement']:.2f} | {row['full_agreement']:.2f} | "
+            f"{row['outcome_agreement']:.2f} | {row['synthetic_success']:.2f} / {row['reference_success']:.2f} |"
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def build_pack_model(
+    domain: Domain | str,
+    work: str | Path,
+    config: BuildConfig | None = None,
+    *,
+    install: str | Path | None = None,
+    stages: tuple[str, ...] = STAGES,
+    progress: bool = True,
+    on_stage: Callable[[str], object] | None = None,
+) -> TrainedModel:
+    """Rebuild ``domain``'s trained experience model (see the module docstring); returns the installed manifest.
+
+    ``work`` holds the data, the training run and the raw evaluations; ``install`` (default:
+    the pack's :attr:`~dreamgym_env.envs.domain.Domain.experience_model_dir`) receives the
+    adapter, the manifest and the report. ``stages`` restricts the run to some stages (each
+    needs the outputs of the ones before it).
+    """
+    from dreamgym_env.training.dataset import build_dataset
+    from dreamgym_env.training.evaluate import compare_models
+    from dreamgym_env.training.train import TrainConfig, train_experience_model
+
+    pack = get_domain(domain)
+    config = config or BuildConfig()
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        raise ConfigurationError(f"unknown build stages {sorted(unknown)}: choose from {', '.join(STAGES)}")
+    target = Path(install) if install is not None else pack.experience_model_dir
+    if target is None:
+        raise ConfigurationError(f"the {pack.name!r} pack has no experience_model_dir: pass install=")
+    work = Path(work)
+    work.mkdir(parents=True, exist_ok=True)
+    data, model_dir, eval_file = work / "sft.jsonl", work / "model", work / "eval.json"
+    (work / "build-config.json").write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
+
+    def begin(stage: str, what: str) -> float:
+        logger.info("stage %d/%d %s: %s", STAGES.index(stage) + 1, len(STAGES), stage, what)
+        if on_stage is not None:
+            on_stage(stage)
+        return time.perf_counter()
+
+    if "data" in stages:
+        if _data_current(data, pack, config):
+            logger.info("stage 1/%d data: %s is current, kept", len(STAGES), data)
+        else:
+            started = begin("data", f"{config.n} train examples from {pack.name}'s reference env")
+            summary = build_dataset(pack, config.n, data, test_n=config.test_n, seed=config.seed)
+            logger.info("data: %s (%.0f s)", summary.format().splitlines()[0], time.perf_counter() - started)
+    if "train" in stages:
+        if _trained_current(model_dir, data, config):
+            logger.info("stage 2/%d train: %s is current, kept", len(STAGES), model_dir)
+        else:
+            resume = (model_dir / "checkpoints").is_dir() and any(
+                (model_dir / "checkpoints").glob("checkpoint-*")
+            )
+            started = begin("train", f"{config.steps} steps{' (resumed)' if resume else ''}")
+            recipe = TrainConfig(
+                max_steps=config.steps,
+                lora_r=config.lora_r,
+                lora_alpha=config.lora_alpha,
+                learning_rate=config.learning_rate,
+                save_steps=config.save_steps,
+                seed=config.seed,
+                threads=config.threads,
+            )
+            trained = train_experience_model(
+                data, config.base, model_dir, recipe, resume=resume, progress=progress
+            )
+            logger.info(
+                "train: %s steps in %.0f s", trained.stats.get("steps"), time.perf_counter() - started
+            )
+    if "export" in stages:
+        trained = TrainedModel.load(model_dir)
+        begin("export", f"float16 GGUF adapter and manifest into {target}")
+        export_pack_model(trained, data, target)
+    if not {"eval", "rollouts", "report"} & set(stages):
+        return TrainedModel.find(target) or TrainedModel.load(model_dir)
+    shipped = TrainedModel.find(target)
+    if shipped is None:
+        raise DataError(f"no exported model in {target}: run the export stage first")
+    evaluation = dict(shipped.evaluation)
+    measured = evaluation.get("adapter_sha256") == shipped.adapter_sha256
+    if "eval" in stages and measured and evaluation.get("trained", {}).get("n") == config.eval_n:
+        logger.info("stage 4/%d eval: measured on this adapter already, kept", len(STAGES))
+    elif "eval" in stages:
+        started = begin("eval", f"base and trained model on {config.eval_n} held-out transitions")
+        eta = Eta("eval", config.eval_n, "transitions")
+
+        def report(results: list[Any]) -> None:
+            base, trained = results
+            eta(trained.report.n, f"reward {base.report.reward_agreement:.2f} / {trained.report.reward_agreement:.2f}, "
+                f"done {base.report.done_agreement:.2f} / {trained.report.done_agreement:.2f} (base / trained)")  # fmt: skip
+            eval_file.write_text(
+                json.dumps([r.to_dict() for r in results], indent=2) + "\n", encoding="utf-8"
+            )
+
+        results = compare_models(
+            [config.base, str(target)], n=config.eval_n, domain=pack.name, seed=config.seed, on_batch=report
+        )
+        base, trained_result = results
+        evaluation.update(
+            base=_summary(base.report.to_dict()),
+            trained=_summary(trained_result.report.to_dict()),
+            seconds={"base": base.seconds, "trained": trained_result.seconds},
+            seed=config.seed,
+            adapter_sha256=shipped.adapter_sha256,
+        )
+        shipped = replace(shipped, evaluation=evaluation)
+        shipped.save()
+        logger.info("eval: done in %.0f s", time.perf_counter() - started)
+    done_rollouts = [r.get("episodes") for r in evaluation.get("rollouts", [])]
+    if (
+        "rollouts" in stages
+        and config.rollouts
+        and measured
+        and done_rollouts
+        and set(done_rollouts) == {config.rollouts}
+    ):
+        logger.info("stage 5/%d rollouts: measured on this adapter already, kept", len(STAGES))
+    elif "rollouts" in stages and config.rollouts:
+        from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, rollout_consistency
+        from dreamgym_env.experience.local import LocalExperienceModel
+
+        total = config.rollouts * len(CONSISTENCY_POLICIES)
+        started = begin("rollouts", f"{total} synthetic episodes replayed in the reference env")
+        eta = Eta("rollouts", total, "episodes")
+        done = [0]
+
+        def tick(count: int) -> None:
+            done[0] += count
+            eta(done[0])
+
+        model = LocalExperienceModel(**shipped.local_settings())
+        try:
+            reports = rollout_consistency(
+                model, pack, episodes=config.rollouts, seed=config.seed, progress=tick
+            )
+        finally:
+            model.close()
+        evaluation["rollouts"] = [r.to_dict() for r in reports]
+        shipped = replace(shipped, evaluation=evaluation)
+        shipped.save()
+        (work / "rollouts.json").write_text(
+            json.dumps(evaluation["rollouts"], indent=2) + "\n", encoding="utf-8"
+        )
+        logger.info("rollouts: done in %.0f s", time.perf_counter() - started)
+    if "report" in stages:
+        begin("report", f"{target / REPORT_NAME}")
+        if not evaluation:
+            raise DataError(f"nothing measured yet for {pack.name}: run the eval stage first")
+        write_report(shipped, evaluation, target / REPORT_NAME)
+    logger.info("built %s: %s", pack.name, target / MANIFEST_NAME)
+    return shipped

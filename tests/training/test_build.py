@@ -1,0 +1,127 @@
+"""``dreamgym experience build``: the stages of a pack model's rebuild, what they write, and resuming."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import DataError
+from dreamgym_env.experience.prompt import prompt_fingerprint
+from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel, file_sha256
+from dreamgym_env.training import evaluate
+from dreamgym_env.training.build import REPORT_NAME, BuildConfig, build_pack_model
+from dreamgym_env.training.dataset import read_examples
+
+WEBSHOP = get_domain("webshop")
+
+
+
+@pytest.fixture(scope="module")
+def config(tiny_base) -> BuildConfig:
+    return BuildConfig(
+        n=6, test_n=3, steps=2, lora_r=4, lora_alpha=8, save_steps=1, eval_n=4, rollouts=0,
+        threads=1, base=str(tiny_base),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, config) -> tuple[Path, TrainedModel]:
+    work = tmp_path_factory.mktemp("work")
+    shipped = build_pack_model(
+        "webshop", work, config, install=work / "pack", stages=("data", "train", "export"), progress=False
+    )
+    return work, shipped
+
+
+def test_the_installed_model_records_its_data_adapter_and_prompt(built, config):
+    work, shipped = built
+    reloaded = TrainedModel.load(work / "pack")
+    assert reloaded == shipped
+    assert reloaded.adapter_sha256 == file_sha256(work / "pack" / "adapter.gguf")
+    assert reloaded.base_gguf is None and reloaded.base == config.base
+    assert reloaded.data["sha256"] == file_sha256(work / "sft.jsonl")
+    assert reloaded.data["examples"]["train"] == {"expert": 2, "noisy": 2, "random": 2}
+    rows = read_examples(work / "sft.jsonl")
+    assert reloaded.train_task_ids == {row["task_id"] for row in rows if row["split"] == "train"}
+    assert reloaded.prompt_fingerprint == prompt_fingerprint(WEBSHOP.prompt, WEBSHOP.state_json_schema)
+    assert reloaded.staleness(WEBSHOP) is None
+    assert "data" not in reloaded.config  # no path of the build machine in a shipped manifest
+    assert reloaded.config["max_steps"] == 2 and reloaded.config["lora_r"] == 4
+
+
+def test_a_replaced_adapter_is_stale(built, tmp_path):
+    work, shipped = built
+    copy = tmp_path / "pack"
+    copy.mkdir()
+    (copy / MANIFEST_NAME).write_text((work / "pack" / MANIFEST_NAME).read_text())
+    (copy / "adapter.gguf").write_bytes((work / "pack" / "adapter.gguf").read_bytes()[:-1] + b"\0")
+    assert "not the file its manifest records" in (TrainedModel.load(copy).staleness(WEBSHOP) or "")
+
+
+def test_a_second_build_keeps_current_data_and_training(built, config, caplog):
+    work, _ = built
+    trained_at = (work / "model" / MANIFEST_NAME).stat().st_mtime_ns
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
+        build_pack_model("webshop", work, config, install=work / "pack", stages=("data", "train"))
+    assert "data: " + str(work / "sft.jsonl") + " is current, kept" in caplog.text
+    assert "train: " + str(work / "model") + " is current, kept" in caplog.text
+    assert (work / "model" / MANIFEST_NAME).stat().st_mtime_ns == trained_at
+
+
+def test_a_changed_recipe_trains_again(built, config, tmp_path):
+    work, _ = built
+    other = tmp_path / "work"
+    other.mkdir()
+    (other / "sft.jsonl").write_text((work / "sft.jsonl").read_text())
+    longer = BuildConfig(**{**config.__dict__, "steps": 3})
+    build_pack_model("webshop", other, longer, install=other / "pack", stages=("data", "train"), progress=False)
+    assert TrainedModel.load(other / "model").stats["steps"] == 3
+
+
+def test_eval_and_report_write_the_table_beside_always_0_and_are_kept_on_a_rerun(
+    built, config, monkeypatch, caplog
+):
+    work, _ = built
+    calls = []
+
+    def fake_compare(specs, *, n, domain, seed, on_batch):
+        calls.append(specs)
+        reports = [
+            {"n": n, "valid": valid, "reward_agreement": reward, "done_agreement": done,
+             "always_zero_reward": 0.9, "always_zero_done": 0.8, "kind_agreement": valid}
+            for valid, reward, done in ((0.5, 0.25, 0.5), (1.0, 1.0, 0.75))
+        ]  # fmt: skip
+        results = [
+            SimpleNamespace(seconds=10.0, report=SimpleNamespace(to_dict=lambda r=r: r, **r), to_dict=lambda r=r: r)
+            for r in reports
+        ]
+        on_batch(results)
+        return results
+
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare)
+    shipped = build_pack_model("webshop", work, config, install=work / "pack", stages=("eval", "report"))
+    assert calls == [[config.base, str(work / "pack")]]
+    assert shipped.evaluation["trained"]["reward_agreement"] == 1.0
+    assert shipped.evaluation["adapter_sha256"] == shipped.adapter_sha256
+    report = (work / "pack" / REPORT_NAME).read_text()
+    assert "| reward agreement | 0.25 | 1.00 | 0.90 |" in report
+    assert "| episode-end agreement | 0.50 | 0.75 | 0.80 |" in report
+    assert json.loads((work / "eval.json").read_text())[1]["valid"] == 1.0
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
+        build_pack_model("webshop", work, config, install=work / "pack", stages=("eval",))
+    assert len(calls) == 1 and "measured on this adapter already, kept" in caplog.text
+
+
+def test_report_before_any_evaluation_is_an_error(built, config, tmp_path):
+    work, _ = built
+    fresh = tmp_path / "pack"
+    fresh.mkdir()
+    manifest = json.loads((work / "pack" / MANIFEST_NAME).read_text())
+    (fresh / MANIFEST_NAME).write_text(json.dumps({**manifest, "evaluation": {}}))
+    with pytest.raises(DataError, match="run the eval stage first"):
+        build_pack_model("webshop", work, config, install=fresh, stages=("report",))
