@@ -60,8 +60,9 @@ class FidelityReport:
     agreement when the domain's rubric scores the predicted state where it can
     (``reward_mode="rubric"``), structured mode only; ``rubric_done_agreement``: the episode-end
     agreement when, in a domain whose episodes end exactly at a win (``Domain.ends_when_won``),
-    the rubric's win decides the end instead of the model. ``latency_s``, ``prompt_tokens`` and
-    ``completion_tokens`` are means per answered transition.
+    the rubric's win decides the end instead of the model. ``latency_s``, ``prompt_tokens``,
+    ``evaluated_prompt_tokens`` (the prompt tokens the model computed: those its server did not
+    reuse from the KV cache) and ``completion_tokens`` are means per answered transition.
     """
 
     n: int
@@ -84,6 +85,7 @@ class FidelityReport:
     invalid_output: float = 0.0
     latency_s: float = 0.0
     prompt_tokens: float = 0.0
+    evaluated_prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -408,6 +410,9 @@ def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
         invalid_output=(n - len(answered)) / n,
         latency_s=_mean([t.usage.latency_s for t in answered]) if answered else 0.0,
         prompt_tokens=_mean([t.usage.prompt_tokens for t in answered]) if answered else 0.0,
+        evaluated_prompt_tokens=_mean([t.usage.prompt_tokens - t.usage.cached_prompt_tokens for t in answered])
+        if answered
+        else 0.0,
         completion_tokens=_mean([t.usage.completion_tokens for t in answered]) if answered else 0.0,
     )
 

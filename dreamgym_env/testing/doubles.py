@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.types import ExperienceRequest, Transition, Usage
+from dreamgym_env.types import ExperienceRequest, Transition
 
 Respond = Callable[[ExperienceRequest], Transition]
 
@@ -62,7 +62,10 @@ class ScriptedExperienceModel(ExperienceModel):
             transition = self.respond(request)
         finally:
             self.in_flight -= 1
-        usage = Usage(latency_s=time.perf_counter() - started, model=self.model_id)
+        # the answer's own token counts are kept (a test can script them); latency and model are measured
+        usage = transition.usage.model_copy(
+            update={"latency_s": time.perf_counter() - started, "model": self.model_id}
+        )
         return transition.model_copy(update={"usage": usage})
 
     def __repr__(self) -> str:

@@ -174,7 +174,7 @@ def export_pack_model(trained: TrainedModel, data: Path, install: Path) -> Train
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
     keys = ("n", "valid", "kind_agreement", "reward_agreement", "done_agreement", "similarity",
             "exact_match", "always_zero_reward", "always_zero_done", "invalid_output",
-            "prompt_tokens", "completion_tokens", "latency_s")  # fmt: skip
+            "prompt_tokens", "evaluated_prompt_tokens", "completion_tokens", "latency_s")  # fmt: skip
     return {key: report.get(key) for key in keys}
 
 
@@ -208,7 +208,9 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         for key, name in (("valid", "valid state"), ("kind_agreement", "state kind"),
                           ("reward_agreement", "reward agreement"), ("done_agreement", "episode-end agreement"),
                           ("similarity", "similarity"), ("exact_match", "exact next state"),
-                          ("invalid_output", "invalid output"), ("completion_tokens", "output tokens"),
+                          ("invalid_output", "invalid output"), ("prompt_tokens", "prompt tokens sent"),
+                          ("evaluated_prompt_tokens", "prompt tokens evaluated (not from the KV cache)"),
+                          ("completion_tokens", "output tokens"),
                           ("latency_s", "latency a request, s")):  # fmt: skip
             zero = {"reward_agreement": "always_zero_reward", "done_agreement": "always_zero_done"}.get(key)
             lines.append(

@@ -236,3 +236,17 @@ def test_the_rubric_decides_the_end_where_episodes_end_at_a_win(alfworld_expert)
         ),
     )
     assert webshop.rubric_done_agreement is None  # WebShop ends at its buy button, not at a win
+
+
+def test_prompt_tokens_evaluated_leave_out_the_ones_served_from_the_kv_cache(references):
+    from dreamgym_env.types import Usage
+
+    def cached(request):
+        return Transition(next_state=request.state, usage=Usage(prompt_tokens=1000, cached_prompt_tokens=600))
+
+    model = ScriptedExperienceModel(cached)
+    try:
+        report = measure_fidelity(model, references[:8])
+    finally:
+        model.close()
+    assert (report.prompt_tokens, report.evaluated_prompt_tokens) == (1000, 400)
