@@ -56,10 +56,14 @@ def serve_command(
         raise ConfigurationError(f"{env} is not a synthetic env: it takes no --model or --base-url")
     experience_model = None
     if synthetic:
-        from dreamgym_env.experience.selection import default_experience_model
+        from dreamgym_env.envs.models import experience_model_for
 
+        pack = next(d for d in registered_domains().values() if synthetic_id(d) == env)
         settings: dict[str, Any] = {"model": model, "base_url": base_url}
-        experience_model = default_experience_model(**{k: v for k, v in settings.items() if v is not None})
+        # the pack's trained model unless an endpoint is named or configured, as gym.make chooses
+        experience_model = experience_model_for(
+            pack, settings={k: v for k, v in settings.items() if v is not None}
+        )
     try:
         app = create_app(env, experience_model=experience_model, max_sessions=max_sessions)
         typer.echo(f"serving {env} on http://{host}:{port} (OpenEnv: /ws, /reset, /step, /state, /health)")

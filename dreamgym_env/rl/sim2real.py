@@ -208,9 +208,11 @@ def make_experience_model(
         return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs={"reward": reward})
     if kind not in MODEL_KINDS:
         raise UnknownNameError("experience model kind", kind, MODEL_KINDS)
-    from dreamgym_env.experience.selection import default_experience_model
+    from dreamgym_env.envs.models import experience_model_for
+    from dreamgym_env.envs.registry import get_domain
 
-    return default_experience_model(backend=None if kind == "auto" else kind)  # type: ignore[arg-type]
+    # auto: as gym.make chooses (an endpoint if configured, else the pack's trained model)
+    return experience_model_for(get_domain(domain), None if kind == "auto" else kind, seed=seed)
 
 
 def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
