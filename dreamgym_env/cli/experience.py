@@ -78,6 +78,9 @@ def train_command(
         str, typer.Option(help="Base model: a preset (qwen-0.5b), a GGUF file or a Hugging Face directory.")
     ] = "qwen-0.5b",
     max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 200,
+    end_weight: Annotated[
+        int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
+    ] = 1,
     lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 16,
     lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA alpha (scale alpha / r).")] = 32,
     learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 2e-4,
@@ -101,6 +104,7 @@ def train_command(
 
     config = TrainConfig(
         max_steps=max_steps,
+        end_weight=end_weight,
         lora_r=lora_r,
         lora_alpha=lora_alpha,
         learning_rate=learning_rate,
@@ -206,6 +210,9 @@ def build_command(
         int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
     ] = 600,
     steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of one example.")] = 100,
+    end_weight: Annotated[
+        int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
+    ] = 4,
     lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 8,
     eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
     rollouts: Annotated[
@@ -217,6 +224,12 @@ def build_command(
     ] = "data,train,export,eval,rollouts,report",
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: all cores).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the data, the adapter and the evaluation draws.")] = 0,
+    remeasure_base: Annotated[
+        bool,
+        typer.Option(
+            help="Measure the base again even where an earlier build measured it on the same transitions."
+        ),
+    ] = False,
 ) -> None:
     """Rebuild a pack's trained experience model: data, LoRA training, export, evaluation, report (resumable)."""
     import logging
@@ -225,8 +238,8 @@ def build_command(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     config = BuildConfig(
-        n=n, steps=steps, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
-        seed=seed, threads=threads,
+        n=n, steps=steps, end_weight=end_weight, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n,
+        rollouts=rollouts, seed=seed, threads=threads, remeasure_base=remeasure_base,
     )  # fmt: skip
     pack = get_domain(domain)
     chosen = tuple(part.strip() for part in stages.split(",") if part.strip())

@@ -60,14 +60,18 @@ class BuildConfig:
     """The recipe of a pack's model: data, LoRA, evaluation sizes.
 
     ``steps`` optimiser steps of one example (rank ``lora_r``, every linear layer);
-    ``eval_n`` held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic
-    episodes each of the expert and the noisy policy (0 skips the stage); ``threads``: torch's
-    and llama.cpp's CPU threads (default: all cores).
+    ``end_weight``: how many times each episode-end example is seen per pass (see
+    :class:`~.train.TrainConfig`); ``eval_n`` held-out transitions (a third each expert, noisy,
+    random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
+    stage); ``threads``: torch's and llama.cpp's CPU threads (default: all cores);
+    ``remeasure_base``: measure the base again even where an earlier build measured it on the
+    same transitions (same base, prompt, ``eval_n`` and seed).
     """
 
     n: int = 600
     test_n: int | None = None
     steps: int = 100
+    end_weight: int = 4
     lora_r: int = 8
     lora_alpha: int = 16
     learning_rate: float = 3e-4
@@ -76,11 +80,12 @@ class BuildConfig:
     rollouts: int = 50
     seed: int = 0
     threads: int | None = None
+    remeasure_base: bool = False
     base: str = BASE_PRESET
     """The base model (a preset; a Hugging Face directory trains and exports, but the local backend cannot evaluate it)."""
 
     def __post_init__(self) -> None:
-        for name in ("n", "steps", "lora_r", "lora_alpha", "save_steps", "eval_n"):
+        for name in ("n", "steps", "end_weight", "lora_r", "lora_alpha", "save_steps", "eval_n"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.rollouts < 0:
@@ -88,8 +93,12 @@ class BuildConfig:
 
     def train_recipe(self) -> dict[str, Any]:
         """The fields that decide the adapter (a trained model with other ones is trained again)."""
-        return {"max_steps": self.steps, "lora_r": self.lora_r, "lora_alpha": self.lora_alpha,
-                "learning_rate": self.learning_rate, "seed": self.seed}  # fmt: skip
+        return {"max_steps": self.steps, "end_weight": self.end_weight, "lora_r": self.lora_r,
+                "lora_alpha": self.lora_alpha, "learning_rate": self.learning_rate, "seed": self.seed}  # fmt: skip
+
+    def base_measurement(self, fingerprint: str) -> dict[str, Any]:
+        """What decides the base's held-out numbers: the same key, the same transitions and answers."""
+        return {"base": self.base, "prompt_fingerprint": fingerprint, "n": self.eval_n, "seed": self.seed}
 
 
 class Eta:
@@ -188,6 +197,7 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         f"LoRA adapter (rank {shipped.config.get('lora_r')}, every linear layer, float16 GGUF, "
         f"{size_mb:.1f} MB) of the embedded `{shipped.base}`, "
         f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
+        f"(episode ends weighted {shipped.config.get('end_weight', 1)}x) "
         f"({shipped.stats.get('seconds', 0) / 60:.0f} min, {shipped.stats.get('tokens_per_s')} tokens/s, "
         f"{shipped.stats.get('device')}). Prompt fingerprint `{shipped.prompt_fingerprint}` "
         f"({shipped.state_mode} states). Rebuild: `{rebuild_command(shipped.domain)}`.",
@@ -200,7 +210,8 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
     if trained:
         n = trained.get("n")
         lines += [
-            f"## {n} held-out transitions (test tasks; seconds {evaluation.get('seconds')})",
+            f"## {n} held-out transitions (test tasks; seconds {evaluation.get('seconds')}; "
+            f"the base measured {evaluation.get('base_measured', 'in the same build')})",
             "",
             "| measure | base | trained | always 0 |",
             "|---|---|---|---|",
@@ -230,6 +241,17 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
             f"{row['outcome_agreement']:.2f} | {row['synthetic_success']:.2f} / {row['reference_success']:.2f} |"
         )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _base_measurement(trained: TrainedModel) -> dict[str, Any] | None:
+    """The key of the base's numbers a manifest holds (``None`` without them); older manifests imply theirs."""
+    evaluation = trained.evaluation
+    if "base" not in evaluation:
+        return None
+    implied = {"base": trained.base, "prompt_fingerprint": trained.prompt_fingerprint,
+               "n": evaluation["base"].get("n"), "seed": evaluation.get("seed")}  # fmt: skip
+    found: dict[str, Any] = evaluation.get("base_measurement", implied)
+    return found
 
 
 def _fmt(value: Any) -> str:
@@ -295,6 +317,7 @@ def build_pack_model(
             started = begin("train", f"{config.steps} steps{' (resumed)' if resume else ''}")
             recipe = TrainConfig(
                 max_steps=config.steps,
+                end_weight=config.end_weight,
                 lora_r=config.lora_r,
                 lora_alpha=config.lora_alpha,
                 learning_rate=config.learning_rate,
@@ -310,8 +333,14 @@ def build_pack_model(
             )
     if "export" in stages:
         trained = TrainedModel.load(model_dir)
+        earlier = TrainedModel.find(target)
         begin("export", f"float16 GGUF adapter and manifest into {target}")
-        export_pack_model(trained, data, target)
+        exported = export_pack_model(trained, data, target)
+        base_measured = _base_measurement(earlier) if earlier is not None else None
+        if earlier is not None and base_measured is not None:  # the base's numbers outlive its adapter
+            kept = {"base": earlier.evaluation["base"], "base_measurement": base_measured,
+                    "seconds": {"base": earlier.evaluation.get("seconds", {}).get("base")}}  # fmt: skip
+            replace(exported, evaluation=kept).save()
     if not {"eval", "rollouts", "report"} & set(stages):
         return TrainedModel.find(target) or TrainedModel.load(model_dir)
     shipped = TrainedModel.find(target)
@@ -322,25 +351,35 @@ def build_pack_model(
     if "eval" in stages and measured and evaluation.get("trained", {}).get("n") == config.eval_n:
         logger.info("stage 4/%d eval: measured on this adapter already, kept", len(STAGES))
     elif "eval" in stages:
-        started = begin("eval", f"base and trained model on {config.eval_n} held-out transitions")
+        key = config.base_measurement(shipped.prompt_fingerprint or "")
+        keep_base = not config.remeasure_base and _base_measurement(shipped) == key
+        specs = [str(target)] if keep_base else [config.base, str(target)]
+        started = begin(
+            "eval",
+            f"{'trained model (the base measured on these transitions before)' if keep_base else 'base and trained model'}"
+            f" on {config.eval_n} held-out transitions",
+        )
         eta = Eta("eval", config.eval_n, "transitions")
 
         def report(results: list[Any]) -> None:
-            base, trained = results
-            eta(trained.report.n, f"reward {base.report.reward_agreement:.2f} / {trained.report.reward_agreement:.2f}, "
-                f"done {base.report.done_agreement:.2f} / {trained.report.done_agreement:.2f} (base / trained)")  # fmt: skip
+            eta(results[-1].report.n, ", ".join(
+                f"{name}: reward {r.report.reward_agreement:.2f}, done {r.report.done_agreement:.2f}"
+                for name, r in zip(("base", "trained")[-len(results):], results, strict=True)))  # fmt: skip
             eval_file.write_text(
                 json.dumps([r.to_dict() for r in results], indent=2) + "\n", encoding="utf-8"
             )
 
-        results = compare_models(
-            [config.base, str(target)], n=config.eval_n, domain=pack.name, seed=config.seed, on_batch=report
+        results = compare_models(specs, n=config.eval_n, domain=pack.name, seed=config.seed, on_batch=report)
+        trained_result = results[-1]
+        seconds = (
+            {"base": evaluation.get("seconds", {}).get("base")} if keep_base else {"base": results[0].seconds}
         )
-        base, trained_result = results
         evaluation.update(
-            base=_summary(base.report.to_dict()),
+            base=evaluation["base"] if keep_base else _summary(results[0].report.to_dict()),
+            base_measurement=key,
+            base_measured="in an earlier build" if keep_base else "in this build",
             trained=_summary(trained_result.report.to_dict()),
-            seconds={"base": base.seconds, "trained": trained_result.seconds},
+            seconds={**seconds, "trained": trained_result.seconds},
             seed=config.seed,
             adapter_sha256=shipped.adapter_sha256,
         )

@@ -421,3 +421,11 @@ def iter_examples(path: str | Path) -> Iterator[dict[str, Any]]:
 def read_examples(path: str | Path, *, split: Split | None = None) -> list[dict[str, Any]]:
     """The rows of a dataset file, those of ``split`` only when given."""
     return [row for row in iter_examples(path) if split is None or row["split"] == split]
+
+
+def ends_episode(row: dict[str, Any]) -> bool:
+    """Whether the example's answer ends the episode (``"done": true``)."""
+    try:
+        return bool(json.loads(row["completion"][-1]["content"]).get("done"))
+    except (KeyError, IndexError, TypeError, json.JSONDecodeError):
+        raise DataError(f"task {row.get('task_id')!r}: the completion is not an answer message") from None

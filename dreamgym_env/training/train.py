@@ -35,7 +35,7 @@ from dreamgym_env.experience.trained import (
     TrainedModel,
     file_sha256,
 )
-from dreamgym_env.training.dataset import read_examples
+from dreamgym_env.training.dataset import ends_episode, read_examples
 from dreamgym_env.training.export import GGUF_ADAPTER_ARCHS, gguf_architecture, write_lora_gguf
 
 CHECKPOINT_DIR: Final = "checkpoints"
@@ -53,7 +53,10 @@ class TrainConfig:
     ``gradient_checkpointing`` recomputes activations in the backward pass (less memory, about a
     third more compute); ``threads``: torch's CPU threads (default: torch's choice; on a busy
     machine fewer threads than cores can be much faster); ``max_minutes``: stop after the step
-    that passes this much training time (the adapter is written as after ``max_steps``).
+    that passes this much training time (the adapter is written as after ``max_steps``);
+    ``end_weight``: each example whose answer ends the episode appears this many times in the
+    training set. Episode ends (the only steps with a reward, in most domains) are 8-14 % of
+    reference transitions, so a short run sees few of them and can learn "never done" instead.
     """
 
     max_steps: int = 200
@@ -71,9 +74,11 @@ class TrainConfig:
     gradient_checkpointing: bool = False
     threads: int | None = None
     max_minutes: float | None = None
+    end_weight: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("max_steps", "lora_r", "batch_size", "grad_accum", "max_length", "save_steps"):
+        for name in ("max_steps", "lora_r", "batch_size", "grad_accum", "max_length", "save_steps",
+                     "end_weight"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.threads is not None and self.threads < 1:
@@ -209,7 +214,11 @@ def train_experience_model(
     if config.threads is not None:
         torch.set_num_threads(config.threads)
     model, tokenizer = load_base(base, dtype=torch.bfloat16 if gpu else torch.float32)
-    dataset = Dataset.from_list([{"prompt": row["prompt"], "completion": row["completion"]} for row in rows])
+    ends = [row for row in rows if ends_episode(row)]
+    weighted = rows + ends * (config.end_weight - 1)
+    dataset = Dataset.from_list(
+        [{"prompt": row["prompt"], "completion": row["completion"]} for row in weighted]
+    )
     args = SFTConfig(
         output_dir=str(checkpoints),
         max_steps=config.max_steps,
@@ -269,7 +278,8 @@ def train_experience_model(
     stats = {
         "steps": int(state.global_step),
         "examples": len(rows),
-        "epochs": round(state.global_step * config.batch_size * config.grad_accum / len(rows), 2),
+        "episode_ends": len(ends),
+        "epochs": round(state.global_step * config.batch_size * config.grad_accum / len(weighted), 2),
         "tokens": tokens,
         "seconds": round(seconds, 1),
         "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,

@@ -10,15 +10,36 @@ from types import SimpleNamespace
 import pytest
 
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.errors import DataError
+from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.prompt import prompt_fingerprint
 from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel, file_sha256
 from dreamgym_env.training import evaluate
 from dreamgym_env.training.build import REPORT_NAME, BuildConfig, build_pack_model
-from dreamgym_env.training.dataset import read_examples
+from dreamgym_env.training.dataset import ends_episode, read_examples
 
 WEBSHOP = get_domain("webshop")
 
+
+def fake_compare(calls: list[list[str]]):
+    """``compare_models`` answering fixed numbers: the base's, then the trained model's (the last spec)."""
+
+    def compare(specs, *, n, domain, seed, on_batch):
+        calls.append(specs)
+        reports = [
+            {"n": n, "valid": valid, "reward_agreement": reward, "done_agreement": done,
+             "always_zero_reward": 0.9, "always_zero_done": 0.8, "kind_agreement": valid}
+            for valid, reward, done in ((0.5, 0.25, 0.5), (1.0, 1.0, 0.75))
+        ][-len(specs):]  # fmt: skip
+        results = [
+            SimpleNamespace(
+                seconds=10.0, report=SimpleNamespace(to_dict=lambda r=r: r, **r), to_dict=lambda r=r: r
+            )
+            for r in reports
+        ]
+        on_batch(results)
+        return results
+
+    return compare
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +100,9 @@ def test_a_changed_recipe_trains_again(built, config, tmp_path):
     other.mkdir()
     (other / "sft.jsonl").write_text((work / "sft.jsonl").read_text())
     longer = BuildConfig(**{**config.__dict__, "steps": 3})
-    build_pack_model("webshop", other, longer, install=other / "pack", stages=("data", "train"), progress=False)
+    build_pack_model(
+        "webshop", other, longer, install=other / "pack", stages=("data", "train"), progress=False
+    )
     assert TrainedModel.load(other / "model").stats["steps"] == 3
 
 
@@ -89,21 +112,7 @@ def test_eval_and_report_write_the_table_beside_always_0_and_are_kept_on_a_rerun
     work, _ = built
     calls = []
 
-    def fake_compare(specs, *, n, domain, seed, on_batch):
-        calls.append(specs)
-        reports = [
-            {"n": n, "valid": valid, "reward_agreement": reward, "done_agreement": done,
-             "always_zero_reward": 0.9, "always_zero_done": 0.8, "kind_agreement": valid}
-            for valid, reward, done in ((0.5, 0.25, 0.5), (1.0, 1.0, 0.75))
-        ]  # fmt: skip
-        results = [
-            SimpleNamespace(seconds=10.0, report=SimpleNamespace(to_dict=lambda r=r: r, **r), to_dict=lambda r=r: r)
-            for r in reports
-        ]
-        on_batch(results)
-        return results
-
-    monkeypatch.setattr(evaluate, "compare_models", fake_compare)
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare(calls))
     shipped = build_pack_model("webshop", work, config, install=work / "pack", stages=("eval", "report"))
     assert calls == [[config.base, str(work / "pack")]]
     assert shipped.evaluation["trained"]["reward_agreement"] == 1.0
@@ -125,3 +134,43 @@ def test_report_before_any_evaluation_is_an_error(built, config, tmp_path):
     (fresh / MANIFEST_NAME).write_text(json.dumps({**manifest, "evaluation": {}}))
     with pytest.raises(DataError, match="run the eval stage first"):
         build_pack_model("webshop", work, config, install=fresh, stages=("report",))
+
+
+def test_a_rebuilt_adapter_is_measured_again_but_its_unchanged_base_is_not(built, config, monkeypatch):
+    work, _ = built
+    calls: list[list[str]] = []
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare(calls))
+    build_pack_model("webshop", work, config, install=work / "again", stages=("export", "eval"))
+    build_pack_model("webshop", work, config, install=work / "again", stages=("export",))
+    assert TrainedModel.load(work / "again").evaluation.keys() == {"base", "base_measurement", "seconds"}
+    shipped = build_pack_model("webshop", work, config, install=work / "again", stages=("eval", "report"))
+    assert calls == [[config.base, str(work / "again")], [str(work / "again")]]
+    assert shipped.evaluation["base"]["reward_agreement"] == 0.25  # kept from the first build
+    assert shipped.evaluation["base_measured"] == "in an earlier build"
+    assert "the base measured in an earlier build" in (work / "again" / REPORT_NAME).read_text()
+    build_pack_model("webshop", work, config, install=work / "again", stages=("export",))
+    other_seed = BuildConfig(**{**config.__dict__, "seed": 1})  # other transitions: the base again
+    build_pack_model("webshop", work, other_seed, install=work / "again", stages=("eval",))
+    build_pack_model("webshop", work, config, install=work / "again", stages=("export",))
+    remeasured = BuildConfig(**{**config.__dict__, "remeasure_base": True})
+    build_pack_model("webshop", work, remeasured, install=work / "again", stages=("eval",))
+    assert calls[2:] == [[config.base, str(work / "again")]] * 2
+
+
+def test_episode_ends_are_weighted_in_training(built, config, tmp_path):
+    work, _ = built
+    rows = read_examples(work / "sft.jsonl", split="train")
+    ends = sum(ends_episode(row) for row in rows)
+    assert ends == sum(json.loads(row["completion"][0]["content"])["done"] for row in rows) > 0
+    other = tmp_path / "work"
+    other.mkdir()
+    (other / "sft.jsonl").write_text((work / "sft.jsonl").read_text())
+    weighted = BuildConfig(**{**config.__dict__, "steps": 1, "end_weight": 3})
+    build_pack_model(
+        "webshop", other, weighted, install=other / "pack", stages=("data", "train"), progress=False
+    )
+    trained = TrainedModel.load(other / "model")
+    assert trained.stats["episode_ends"] == ends and trained.config["end_weight"] == 3
+    assert trained.stats["epochs"] == round(1 / (len(rows) + 2 * ends), 2)
+    with pytest.raises(ConfigurationError, match="end_weight"):
+        BuildConfig(end_weight=0)
