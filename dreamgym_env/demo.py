@@ -571,7 +571,8 @@ def _finish(
         reference_reward=float(ref_reward),
         reference_done=bool(ref_done),
         same_page=move.same_page,
-        model_call=bool(usage) and not usage.get("cached", False),
+        # An invalid action's usage has attempts 0: it made no call.
+        model_call=usage.get("attempts", 0) > 0 and not usage.get("cached", False),
         latency_s=float(usage.get("latency_s", 0.0)),
         reasoning=str(info.get("reasoning", "")),
         prompt_tokens=int(usage.get("prompt_tokens", 0)),

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -16,7 +19,9 @@ def headless_chromium() -> list[str]:
     """The command that runs the browser headless (append the page's flags and URL); the test is
     skipped without a binary, except where ``DREAMGYM_REQUIRE_CHROMIUM`` is set (``.ci/run``
     installs it and sets it), where it fails."""
-    binary = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    binary = next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
+    )
     if binary is None:
         if os.environ.get("DREAMGYM_REQUIRE_CHROMIUM"):
             pytest.fail("DREAMGYM_REQUIRE_CHROMIUM is set but no chromium binary is on PATH")
@@ -64,3 +69,31 @@ def scripted_model() -> Iterator[ScriptedExperienceModel]:
 def server() -> Iterator[ScriptedOpenAIServer]:
     with ScriptedOpenAIServer() as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def openenv_server() -> Iterator[Callable[..., str]]:
+    """Starts OpenEnv servers of DreamGym ids in threads of this process: ``start(env_id, **kwargs)``
+    runs ``create_app(env_id, **kwargs)`` and returns its URL; all stop after the module."""
+    pytest.importorskip("openenv", reason="needs the extra `openenv`: pip install 'dreamgym-env[openenv]'")
+    import uvicorn
+
+    from dreamgym_env.scale.openenv_server import create_app
+
+    running: list[tuple[Any, threading.Thread]] = []
+
+    def start(env_id: str, **kwargs: Any) -> str:
+        server = uvicorn.Server(uvicorn.Config(create_app(env_id, **kwargs), port=0, log_level="error"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        running.append((server, thread))
+        deadline = time.monotonic() + 30
+        while not server.started and thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "the test server did not start"
+        return f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+
+    yield start
+    for server, thread in running:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -39,7 +39,16 @@ def exit_on_error(command: F) -> F:
 
 
 class DreamGymTyper(typer.Typer):
-    """A ``typer.Typer`` whose commands report a ``DreamGymError`` in one line (:func:`exit_on_error`)."""
+    """A ``typer.Typer`` whose commands report a ``DreamGymError`` in one line (:func:`exit_on_error`).
+
+    Help is click's plain text, not rich's panels: click wraps it to the terminal, where rich's
+    option tables cut words longer than their narrow help column (``DreamGym/WebShop-…`` at 80
+    columns) and keep the source's line breaks inside rewrapped paragraphs.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("rich_markup_mode", None)
+        super().__init__(*args, **kwargs)
 
     def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:  # type: ignore[override]
         register = super().command(*args, **kwargs)

@@ -70,7 +70,9 @@ class EndpointChat:
         context: str = "task generation",
         **settings: Any,
     ) -> None:
-        base = config if config is not None else EndpointConfig.resolve(**settings)
+        from dreamgym_env.experience.discovery import resolve_config  # the transport: only when used
+
+        base = config if config is not None else resolve_config(**settings)
         if config is not None and settings:
             base = base.replace(**settings)
         self.config = base.replace(temperature=temperature, max_tokens=max_tokens)

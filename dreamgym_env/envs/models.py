@@ -14,6 +14,8 @@ Example::
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dreamgym_env.envs.domain import Domain
@@ -35,13 +37,23 @@ def experience_model_for(
     settings: dict[str, Any] | None = None,
     *,
     seed: int = 0,
+    owner: str = "the env",
+    arguments: Sequence[str] = (),
 ) -> ExperienceModel:
     """The model an env of ``domain`` uses: ``model`` itself, the one its name gives, or the default.
 
     ``settings`` configure a model built here (``gym.make(id, timeout_s=5)``); passing them with
-    a model instance is an error, since they would be silently ignored.
+    a model instance is an error, since they would be silently ignored. A keyword that no backend
+    takes is refused, naming ``owner`` and its own ``arguments`` beside the model settings.
     """
     settings = dict(settings or {})
+    from dreamgym_env.experience.selection import (
+        check_model_settings,
+        default_experience_model,
+        model_from_spec,
+    )
+
+    check_model_settings(settings, owner=owner, arguments=arguments)
     if isinstance(model, ExperienceModel):
         if settings:
             raise ConfigurationError(
@@ -49,8 +61,6 @@ def experience_model_for(
                 "experience model instead, or pass no experience_model"
             )
         return model
-    from dreamgym_env.experience.selection import default_experience_model, model_from_spec
-
     if model is None:
         return default_experience_model(trained=pack_trained_model(domain), domain=domain.name, **settings)
     if not isinstance(model, str):
@@ -67,3 +77,13 @@ def experience_model_for(
             raise ConfigurationError(f"oracle:<error_rate> needs a number in [0, 1], got {value!r}") from None
         return OracleExperienceModel(domain, error_rate=error_rate, seed=seed)
     return model_from_spec(model, trained=pack_trained_model(domain), domain=domain.name, **settings)
+
+
+def own_arguments(function: Callable[..., Any]) -> list[str]:
+    """The named parameters of ``function`` (an ``__init__``), for the error of an unknown keyword."""
+    skipped = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    return [
+        name
+        for name, parameter in inspect.signature(function).parameters.items()
+        if name != "self" and parameter.kind not in skipped
+    ]

@@ -10,15 +10,15 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel
 
-from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
-from dreamgym_env.envs.models import experience_model_for
+from dreamgym_env.envs.domain import ACTION_SLOT, ActionError, Domain, ParsedAction
+from dreamgym_env.envs.models import experience_model_for, own_arguments
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.prompt import utf8_safe
+from dreamgym_env.experience.prompt import clip, utf8_safe
 from dreamgym_env.experience.selection import served_trained_model
 from dreamgym_env.spaces import UnicodeText
-from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Transition
+from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Transition, Usage
 
 ContextProvider = Callable[[ExperienceRequest], Sequence[Demonstration]]
 """Returns demonstrations to add to a request before it reaches the model (replay grounding)."""
@@ -29,6 +29,8 @@ RemoveHook = Callable[[], None]
 """Removes the hook it was returned for; a second call does nothing."""
 
 DEFAULT_HISTORY_LEN = 4
+SHOWN_ACTION_CHARS = 200
+"""How much of a non-string action's ``repr`` the recorded step keeps."""
 StateMode = Literal["text", "structured"]
 RewardSource = Literal["model", "rubric"]
 
@@ -78,9 +80,11 @@ class DreamEnv(gym.Env[str, str]):
 
     ## Action Space
     ``UnicodeText``: any string. Valid strings follow the domain's grammar
-    (``Domain.parse_action``). Any other string is an invalid action; it never raises. Lone
-    surrogates (which UTF-8 cannot encode) are replaced with U+FFFD before anything else sees
-    the action: the model, the recorded step and ``info`` all get the replaced text.
+    (``Domain.parse_action``). Any other string, and any value that is not a string, is an
+    invalid action; it never raises. An admissible action taken as listed, with its free slot
+    unfilled (``search[<query>]``), is invalid too. Lone surrogates (which UTF-8 cannot encode)
+    are replaced with U+FFFD before anything else sees the action: the model, the recorded step
+    and ``info`` all get the replaced text.
 
     ## Rewards
     Outcome reward, as in the DreamGym paper: 1 at the step where the model judges the task
@@ -104,8 +108,9 @@ class DreamEnv(gym.Env[str, str]):
     ## Info
     ``task`` (Task), ``task_id``, ``action_valid``, ``source`` (``"synthetic"``),
     ``admissible_actions`` (where the domain has them, from the state's text), ``state`` (the
-    state's text, ``env.state_text``), ``reasoning``, ``usage`` (tokens,
-    latency, cache hit), ``won`` (reward 1 at the end), ``error`` (for invalid actions).
+    state's text, ``env.state_text``), ``reasoning``, ``usage`` (a dict: tokens,
+    latency, cache hit; zero tokens and ``attempts`` 0 for an invalid action, which makes no model
+    call), ``won`` (reward 1 at the end), ``error`` (for invalid actions).
 
     ## Arguments
     | argument | default | meaning |
@@ -119,7 +124,7 @@ class DreamEnv(gym.Env[str, str]):
     | ``render_mode`` | ``None`` | ``"ansi"`` returns text, ``"human"`` prints it |
     | ``max_text_length`` | ``16384`` | the longest observation and action (a longer predicted state is an error) |
     | ``state_mode`` | ``"text"`` | ``"structured"``: the model answers the domain's abstract state |
-    | ``**model_settings`` | | settings of the model the env builds when none is passed, e.g. ``timeout_s``, ``deadline_s``, ``base_url``, ``model`` (see ``default_experience_model``) |
+    | ``**model_settings`` | | settings of the model the env builds when none is passed, e.g. ``timeout_s``, ``deadline_s``, ``base_url``, ``model`` (see ``default_experience_model``); an unknown keyword is a ``ConfigurationError`` that lists the accepted ones |
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
 
     ## Version History
@@ -160,7 +165,13 @@ class DreamEnv(gym.Env[str, str]):
         self.reward_mode: RewardSource = reward_mode
         # A model the env chose itself is the env's to close; a passed one may be shared.
         self._owns_model = not isinstance(experience_model, ExperienceModel)
-        experience_model = experience_model_for(self.domain, experience_model, model_settings)
+        experience_model = experience_model_for(
+            self.domain,
+            experience_model,
+            model_settings,
+            owner=f"{type(self).__name__} ({self.domain.id_name})",
+            arguments=own_arguments(type(self).__init__),
+        )
         trained = served_trained_model(experience_model)
         if trained is not None:
             trained.warn_if_stale(self.domain, state_mode)
@@ -287,20 +298,24 @@ class DreamEnv(gym.Env[str, str]):
         if self.task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
         # Lone surrogates become U+FFFD: the request, the recorded step and the buffer stay UTF-8.
-        text = utf8_safe(action if isinstance(action, str) else repr(action))
+        text = utf8_safe(action) if isinstance(action, str) else shown_action(action)
         parsed: ParsedAction | ActionError = (
             self.domain.parse_action(text)
             if isinstance(action, str)
-            else ActionError("an action must be a string")
+            else ActionError(f"an action must be a string, got {type(action).__name__}")
         )
         if isinstance(parsed, ParsedAction):
-            parsed = self.domain.validate_action(parsed, self.state_text) or parsed
+            parsed = (
+                self._unfilled_template(parsed)
+                or self.domain.validate_action(parsed, self.state_text)
+                or parsed
+            )
         if isinstance(parsed, ActionError):
             feedback = self.domain.invalid_action_feedback(self.state_text, parsed)
             # In structured mode the state itself is unchanged; the feedback is the observation.
             after = self.state if self.state_mode == "structured" else feedback
             step = Step(state=self.state, action=text, next_state=after, action_valid=False)
-            info = {"error": parsed.message, "reasoning": "", "usage": None}
+            info = {"error": parsed.message, "reasoning": "", "usage": Usage(attempts=0).model_dump()}
             # The page itself is unchanged: the next action is judged against the real state.
             observation = self.domain.render_observation(feedback)
             return ReadyStep(step, info, observation=observation, keep_state=True)
@@ -320,6 +335,23 @@ class DreamEnv(gym.Env[str, str]):
         if demonstrations:
             request = request.model_copy(update={"demonstrations": demonstrations})
         return PendingStep(action=parsed, request=request)
+
+    def _unfilled_template(self, action: ParsedAction) -> ActionError | None:
+        """An admissible action taken as listed, its free slot (``search[<query>]``) unfilled."""
+        if ACTION_SLOT.search(action.text) is None:  # the common case: no list to build
+            return None
+        if self.state_mode == "structured":
+            admissible = self.domain.state_admissible_actions(self._abstract_state())
+        else:
+            admissible = self.domain.admissible_actions(self.state_text)
+        listed = {a.strip().lower(): a for a in admissible or [] if ACTION_SLOT.search(a)}
+        template = listed.get(action.text.strip().lower())
+        if template is None:
+            return None
+        slots = ", ".join(ACTION_SLOT.findall(template))
+        return ActionError(
+            f"{template} is a template from admissible_actions: replace {slots} with your own text"
+        )
 
     def finish_step(self, pending: PendingStep, transition: Transition) -> StepResult:
         """Turn the model's transition for ``pending`` into Gymnasium's step tuple (and record it)."""
@@ -433,6 +465,18 @@ class DreamEnv(gym.Env[str, str]):
         """Close the env, and the experience model if the env chose it (a passed one may be shared)."""
         if self._owns_model:
             self.experience_model.close()
+
+
+def shown_action(action: object) -> str:
+    """A non-string action as the recorded step shows it: its ``repr``, cut; never raises.
+
+    A ``repr`` may raise (an int past Python's digit limit, a broken ``__repr__``) or be huge.
+    """
+    try:
+        shown = repr(action)
+    except Exception:
+        shown = f"<{type(action).__name__} object>"
+    return clip(utf8_safe(shown), SHOWN_ACTION_CHARS)
 
 
 def _remove(hooks: list[Any], hook: Any) -> None:

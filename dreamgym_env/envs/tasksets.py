@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TypeVar, cast
 
 import numpy as np
 
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.experience.prompt import utf8_safe
 from dreamgym_env.types import Task
+
+A = TypeVar("A")
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,16 @@ class TaskSet:
     def by_id(self) -> dict[str, Task]:
         """Every task by id."""
         return {task.id: task for task in (*self.train, *self.test)}
+
+
+def utf8_action(action: A) -> A:
+    r"""A string action with its lone surrogates as U+FFFD (other values as they are).
+
+    A reference env echoes actions into its pages and errors (``search[shoes \ud800]``); text
+    that UTF-8 cannot encode would fail wherever the page goes next (JSON, a file, a terminal).
+    The synthetic env replaces them the same way (:func:`~dreamgym_env.experience.prompt.utf8_safe`).
+    """
+    return cast("A", utf8_safe(action)) if isinstance(action, str) else action
 
 
 def check_reference_arguments(

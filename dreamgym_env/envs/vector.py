@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dreamgym_env.envs.domain import Domain
-from dreamgym_env.envs.models import experience_model_for
+from dreamgym_env.envs.models import experience_model_for, own_arguments
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import (
     DEFAULT_HISTORY_LEN,
@@ -71,7 +71,13 @@ class DreamVectorEnv(VectorEnv):
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
         domain = get_domain(domain)
         self._owns_model = not isinstance(experience_model, ExperienceModel)
-        experience_model = experience_model_for(domain, experience_model, model_settings)
+        experience_model = experience_model_for(
+            domain,
+            experience_model,
+            model_settings,
+            owner=f"{type(self).__name__} ({domain.id_name})",
+            arguments=own_arguments(type(self).__init__),
+        )
         self.experience_model = experience_model
         self.num_envs = num_envs
         self.render_mode = render_mode

@@ -17,13 +17,19 @@ How long a call may take:
 The variables take seconds, or ``none``/``off`` for no limit. When the deadline passes,
 :class:`~dreamgym_env.errors.ModelTimeoutError` is raised even if retries remain.
 
+The model: ``model``, else ``DREAMGYM_MODEL``, else ``OPENAI_MODEL``; when none is set, OpenAI's
+own API gets :data:`DEFAULT_MODEL` and any other endpoint is asked which model it serves
+(:mod:`dreamgym_env.experience.discovery`; the backends do that, :meth:`EndpointConfig.resolve`
+itself never goes to the network).
+
 Several endpoints serving the same model: ``base_url`` takes a list, or a comma-separated
 string (``DREAMGYM_BASE_URL=http://a:8000/v1,http://b:8000/v1``); each request goes to the one
 with the fewest requests in flight, and one that fails is left out for ``cooldown_s`` (see
 :mod:`dreamgym_env.experience.endpoints`). ``base_urls`` holds them all, ``base_url`` the first.
 
-The API key is a :class:`pydantic.SecretStr`: it never shows in ``repr``, ``str``, logs or errors;
-nor does a password in the base URL (``http://user:pass@host/v1``), which shows as ``***``.
+The API key is a :class:`pydantic.SecretStr`: it never shows in ``repr``, ``str``, logs, errors
+or ``model_dump()``; nor does a password in the base URL (``http://user:pass@host/v1``), which
+shows as ``***`` (in ``model_dump()`` and ``model_dump_json()`` too: ``base_urls`` holds the real one).
 """
 
 from __future__ import annotations
@@ -171,7 +177,7 @@ class EndpointConfig(BaseModel):
             return RetryPolicy(max_attempts=value)
         return value
 
-    @field_serializer("base_urls", when_used="json")
+    @field_serializer("base_urls")  # JSON and Python mode: a dump is shown, logged, written
     def _urls_without_password(self, value: tuple[str, ...]) -> list[str]:
         return [masked_url(url) for url in value]
 
@@ -183,6 +189,11 @@ class EndpointConfig(BaseModel):
     def base_url(self) -> str:
         """The first endpoint (the only one, unless several were given)."""
         return self.base_urls[0]
+
+    @property
+    def is_openai(self) -> bool:
+        """Whether every endpoint is OpenAI's own API, which serves :data:`DEFAULT_MODEL`."""
+        return all(url == DEFAULT_BASE_URL for url in self.base_urls)
 
     @property
     def has_key(self) -> bool:
@@ -250,7 +261,8 @@ class EndpointConfig(BaseModel):
 
     def replace(self, **changes: Any) -> EndpointConfig:
         """Return a copy with ``changes`` applied and validated; :data:`UNSET` values are ignored."""
-        current = self.model_dump()
+        # The fields themselves, not model_dump(): a dump masks the password of a base URL.
+        current = {name: getattr(self, name) for name in type(self).model_fields}
         if changes.get("base_url", UNSET) is not UNSET:
             del current["base_urls"]  # replaced by the new base_url
         return self._build({**current, **changes})
@@ -263,6 +275,15 @@ class EndpointConfig(BaseModel):
             # Report field names and reasons only: the rejected input may hold the key.
             reasons = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             raise ConfigurationError(f"invalid endpoint settings: {reasons}") from None
+
+
+def model_is_named(model: Any = UNSET, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``model`` (a :meth:`EndpointConfig.resolve` argument) or a ``*_MODEL`` variable names the model.
+
+    When nothing does, the endpoint is asked which model it serves
+    (:func:`~dreamgym_env.experience.discovery.resolve_config`).
+    """
+    return _pick(model, os.environ if environ is None else environ, "MODEL", None) is not None
 
 
 def _key_prefixes(base_url: Any, env: Mapping[str, str]) -> tuple[str, ...]:

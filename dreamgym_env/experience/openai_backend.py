@@ -16,6 +16,7 @@ from typing import Any
 from dreamgym_env.experience.answers import AnswerJudge
 from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
 from dreamgym_env.experience.config import EndpointConfig
+from dreamgym_env.experience.discovery import resolve_config
 from dreamgym_env.experience.prompt import (
     answer_state_schema,
     carried_values,
@@ -48,7 +49,7 @@ class OpenAIExperienceModel(ExperienceModel):
 
     def __init__(self, config: EndpointConfig | None = None, **settings: Any) -> None:
         if config is None:
-            config = EndpointConfig.resolve(**settings)
+            config = resolve_config(**settings)  # asks the endpoint for its model when none is named
         elif settings:
             config = config.replace(**settings)
         self.config = config

@@ -27,9 +27,10 @@ env that RL samples from gets fresh answers.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -68,7 +69,49 @@ MODEL_CHOICES: Final = frozenset({"model_path", "preset", "settings", "lora_adap
 BASE_SPEC: Final = "base"
 """``local:base``: the prompted base model, without the pack's adapter."""
 
+SELECTION_SETTINGS: Final = frozenset({"backend", "cache"})
+"""Keyword arguments of :func:`default_experience_model` itself."""
+
 _announced: set[str] = set()
+
+
+def model_settings() -> frozenset[str]:
+    """Every keyword that :func:`default_experience_model` takes, for either backend."""
+    from dataclasses import fields
+
+    from dreamgym_env.experience.config import EndpointConfig
+    from dreamgym_env.experience.local import LocalSettings
+
+    endpoint = set(EndpointConfig.model_fields) - {"base_urls"}  # given as base_url
+    return (
+        SELECTION_SETTINGS
+        | ENDPOINT_SETTINGS
+        | LOCAL_SETTINGS
+        | endpoint
+        | {f.name for f in fields(LocalSettings)}
+    )
+
+
+def check_model_settings(settings: Mapping[str, Any], *, owner: str, arguments: Sequence[str] = ()) -> None:
+    """Refuse keywords that are neither ``owner``'s ``arguments`` nor a setting of any backend.
+
+    Without this check a misspelt keyword reached whichever backend was chosen, which blamed
+    itself ("unknown local model setting").
+    """
+    known = model_settings()
+    unknown = sorted(set(settings) - known)
+    if not unknown:
+        return
+    close = [
+        match for name in unknown for match in difflib.get_close_matches(name, [*arguments, *known], n=1)
+    ]
+    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+    own = f"its own arguments ({', '.join(arguments)}) and " if arguments else ""
+    raise ConfigurationError(
+        f"{owner} got unknown keyword argument{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(map(repr, unknown))}.{hint} It takes {own}the settings of the experience model "
+        f"it builds ({', '.join(sorted(known))})"
+    )
 
 
 def local_backend_problem(environ: Mapping[str, str] | None = None) -> str | None:
@@ -204,7 +247,9 @@ def model_from_spec(
             f"endpoint[:<model>], got {spec!r}"
         )
     if not value:
-        return default_experience_model(backend="local", cache=False, trained=trained, domain=domain, **settings)
+        return default_experience_model(
+            backend="local", cache=False, trained=trained, domain=domain, **settings
+        )
     if value.lower() == BASE_SPEC:
         return default_experience_model(backend="local", cache=False, **settings)
     if value.lower() in PRESETS:

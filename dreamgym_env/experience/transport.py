@@ -251,8 +251,8 @@ class _Route:
     proxy: str | None
 
 
-def _route(base_url: str, api_key: str) -> _Route:
-    """The route of ``base_url``: a password in it is sent as HTTP Basic credentials, else the key.
+def _route(base_url: str, api_key: str, path: str = "/chat/completions") -> _Route:
+    """The route to ``path`` of ``base_url``: a password in it is sent as HTTP Basic credentials, else the key.
 
     A proxy from the environment (``HTTP(S)_PROXY``, ``NO_PROXY``) is used as the ``openai``
     client did; it is looked up once here, not for every request.
@@ -269,7 +269,7 @@ def _route(base_url: str, api_key: str) -> _Route:
         proxy = urllib.request.getproxies().get(parts.scheme)
     headers = {"Authorization": authorization, "Accept": "application/json"}
     host_port = parts.netloc.rpartition("@")[2]  # the credentials go in the header
-    url = urlunsplit((parts.scheme, host_port, parts.path + "/chat/completions", parts.query, ""))
+    url = urlunsplit((parts.scheme, host_port, parts.path + path, parts.query, ""))
     return _Route(url, headers, proxy)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import uuid
 from typing import Any
 
@@ -20,10 +21,11 @@ from openenv.core.env_server.http_server import create_app as create_openenv_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, Observation, State
 from pydantic import BaseModel, Field, JsonValue
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.prompt import utf8_safe
 from dreamgym_env.scale import DEFAULT_MAX_SESSIONS
 
 
@@ -80,6 +82,7 @@ class GymnasiumEnvironment(Environment[TextAction, TextObservation, State]):
         **kwargs: Any,
     ) -> TextObservation:
         text, info = self.env.reset(seed=seed, options=options)
+        text = utf8_safe(text)
         self._text, self._running = text, True
         self._state = State(
             episode_id=episode_id or str(uuid.uuid4()), step_count=0, task_id=info.get("task_id")
@@ -93,10 +96,12 @@ class GymnasiumEnvironment(Environment[TextAction, TextObservation, State]):
                 text=self._text, reward=0.0, done=True, info={"action_valid": False, "error": error}
             )
         text, reward, terminated, truncated, info = self.env.step(action.action)
-        self._text, self._running = text, not (terminated or truncated)
+        # The step is applied: from here on nothing may fail, or the client loses a step it cannot
+        # see. Lone surrogates (an env may echo the action) would fail the JSON encoding.
+        self._text, self._running = utf8_safe(text), not (terminated or truncated)
         self._state.step_count += 1
         return TextObservation(
-            text=text,
+            text=self._text,
             reward=float(reward),
             done=bool(terminated or truncated),
             terminated=bool(terminated),
@@ -134,7 +139,58 @@ def create_app(
         factory, TextAction, TextObservation, env_name=env_id, max_concurrent_envs=max_sessions
     )
     app.add_middleware(QuietDisconnects)
+    app.add_middleware(CapacityCloseReason)
     return app
+
+
+WS_TRY_AGAIN_LATER = 1013
+"""The WebSocket close code of a server that is overloaded (RFC 6455 registry)."""
+MAX_CLOSE_REASON_BYTES = 123
+"""The most a close frame's reason may hold (UTF-8)."""
+
+
+class CapacityCloseReason:
+    """ASGI middleware: a session refused at ``max_sessions`` is closed with code 1013 and the reason.
+
+    OpenEnv sends the refusal as an error message, then closes with code 1000 and no reason; a
+    client that sends before reading (OpenEnv's clients send ``reset`` first) sees only a normal
+    close. The refusal is the session's first message, so only that one is looked at.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        first = True
+        reason: str | None = None
+
+        async def send_with_reason(message: Message) -> None:
+            nonlocal first, reason
+            if message["type"] == "websocket.send" and first:
+                first = False
+                reason = _capacity_refusal(message.get("text"))
+            elif message["type"] == "websocket.close" and reason is not None:
+                message = {**message, "code": WS_TRY_AGAIN_LATER, "reason": reason}
+            await send(message)
+
+        await self.app(scope, receive, send_with_reason)
+
+
+def _capacity_refusal(text: str | None) -> str | None:
+    """The reason of OpenEnv's capacity error message (its text, cut to fit a close frame), else ``None``."""
+    if not text or "CAPACITY_REACHED" not in text:
+        return None
+    try:
+        data = json.loads(text).get("data", {})
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(data, dict) or data.get("code") != "CAPACITY_REACHED":
+        return None
+    reason = f"{data.get('message', 'server at capacity')} (max_sessions={data.get('max_sessions')})"
+    return reason.encode()[:MAX_CLOSE_REASON_BYTES].decode("utf-8", "ignore")
 
 
 class QuietDisconnects:
@@ -159,18 +215,21 @@ class QuietDisconnects:
 def to_jsonable(value: Any) -> Any:
     """``value`` with what JSON cannot hold converted: models and dataclasses to dicts, arrays to lists.
 
-    Anything else that is not a JSON type becomes its ``str``.
+    Strings lose their lone surrogates (U+FFFD instead: UTF-8 cannot encode them); anything else
+    that is not a JSON type becomes its ``str``.
     """
-    if value is None or isinstance(value, str | bool | int | float):
+    if isinstance(value, str):
+        return utf8_safe(value)
+    if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
+        return {utf8_safe(str(k)): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [to_jsonable(v) for v in value]
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
+        return to_jsonable(value.model_dump(mode="json"))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value))
     if isinstance(value, np.ndarray | np.generic):
         return to_jsonable(value.tolist())
-    return str(value)
+    return utf8_safe(str(value))

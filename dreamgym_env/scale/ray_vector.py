@@ -15,7 +15,7 @@ from gymnasium.vector.utils import batch_space
 from ray.exceptions import RayActorError, RayTaskError
 
 from dreamgym_env.envs.vector import DreamVectorEnv, batch_infos
-from dreamgym_env.errors import ConfigurationError, DreamGymError, WorkerLostError
+from dreamgym_env.errors import ConfigurationError, WorkerLostError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.scale.infos import unbatch_infos
 
@@ -91,9 +91,10 @@ class RayVectorEnv(VectorEnv):
     GRPO groups: with ``group_size=G`` every actor holds whole groups of ``G`` consecutive
     sub-envs, so the reset option ``{"group_size": G}`` draws each group's task in one actor.
 
-    Failures: a step whose model fails in some actor raises that error (type kept, its
-    ``sub_envs`` counted over all sub-envs); the actors that succeeded keep their results and
-    the same ``step(actions)`` retried sends the actions only to the actors that failed. An actor
+    Failures: a step that fails in some actor (its model, or any other exception there) raises
+    that error (type kept, its ``sub_envs`` counted over all sub-envs); the actors that succeeded
+    keep their results and the same ``step(actions)`` retried sends the actions only to the actors
+    that failed, so no sub-env steps twice. An actor
     that dies raises :class:`~dreamgym_env.errors.WorkerLostError` naming the lost sub-envs, with
     the other actors' results of that step in its ``completed``; the next :meth:`reset` starts new
     actors for the lost ones.
@@ -242,7 +243,8 @@ class RayVectorEnv(VectorEnv):
 
         Raises:
             WorkerLostError: an actor died (now, or at an earlier step not followed by a reset).
-            DreamGymError: the error an actor raised (e.g. ``ModelTimeoutError``); retry the step.
+            Exception: the error an actor raised (e.g. ``ModelTimeoutError``), its own type where
+                it could travel (else Ray's ``RayTaskError``); retry the step.
         """
         actions = list(actions)
         if len(actions) != self.num_envs:
@@ -283,16 +285,16 @@ class RayVectorEnv(VectorEnv):
         """
         results: dict[int, Any] = {}
         lost: list[int] = []
-        failed: dict[int, DreamGymError] = {}
+        failed: dict[int, Exception] = {}
         for k, future in futures.items():
             try:
                 results[k] = ray.get(future)
             except RayActorError:
                 lost.append(k)
             except RayTaskError as exc:
-                if not isinstance(exc.cause, DreamGymError):
-                    raise
-                failed[k] = exc.cause
+                # Any error, typed or not: the other actors' results are held all the same, or a
+                # retry would step their sub-envs twice. The actor's own exception where it travelled.
+                failed[k] = exc.cause if isinstance(exc.cause, Exception) else exc
         if lost:
             self._lost.update(lost)
             completed = {}
@@ -318,7 +320,8 @@ class RayVectorEnv(VectorEnv):
             ]
             if first.args and isinstance(first.args[0], str):
                 first.args = (f"in the Ray actor of sub-envs {sub_envs}: {first.args[0]}", *first.args[1:])
-            first.sub_envs = sub_envs  # type: ignore[attr-defined]
+            with contextlib.suppress(AttributeError):  # an exception type with __slots__ keeps no attribute
+                first.sub_envs = sub_envs  # type: ignore[attr-defined]
             raise first
         return results
 

@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -72,7 +72,10 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         if self.path.rstrip("/") == "/v1/models":
             created = int(time.time())
-            models = [{"id": owner.model_name, "object": "model", "created": created, "owned_by": "testing"}]
+            models = [
+                {"id": name, "object": "model", "created": created, "owned_by": "testing"}
+                for name in owner.served_models
+            ]
             self._send_json(200, {"object": "list", "data": models})
         else:
             self._send_json(404, _error_body(f"no route GET {self.path}"))
@@ -168,6 +171,7 @@ class ScriptedOpenAIServer:
         responder: answers when the queue is empty (default: a valid transition echoing the action).
         latency_s: extra delay applied to every chat request.
         model_name: the model listed by ``GET /v1/models``.
+        served_models: the models ``GET /v1/models`` lists instead (several, or none).
 
     Counters (thread-safe): :attr:`requests_total`, :attr:`in_flight`, :attr:`peak_in_flight`,
     :attr:`connections_total`; :attr:`requests` holds every chat request body received, in arrival
@@ -182,8 +186,10 @@ class ScriptedOpenAIServer:
         responder: Responder = echo_responder,
         latency_s: float = 0.0,
         model_name: str = DEFAULT_MODEL_NAME,
+        served_models: Sequence[str] | None = None,
     ) -> None:
         self.responder, self.latency_s, self.model_name = responder, latency_s, model_name
+        self.served_models = list(served_models) if served_models is not None else [model_name]
         self._queue: deque[Reply] = deque(replies)
         self._lock = threading.Lock()
         self._stopping = threading.Event()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from dreamgym_env.cli import app
@@ -124,3 +126,27 @@ def test_reference_episode_runs_to_its_end():
     result = runner.invoke(app, ["episode", "--reference", "--domain", "webshop", "--policy", "expert"])
     assert result.exit_code == 0, result.output
     assert "stopped:" not in result.stdout and "won=True" in result.stdout
+
+
+def command_paths(command: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every command and group of the CLI, as the words that invoke it."""
+    paths = [path]
+    for name, sub in getattr(command, "commands", {}).items():  # a group's subcommands
+        paths += command_paths(sub, (*path, name))
+    return paths
+
+
+def test_help_at_80_columns_cuts_no_word():
+    """Issue 30, item 6: rich's option tables cut long words (``DreamGym/WebShop-…``) at 80 columns."""
+    paths = command_paths(typer.main.get_command(app))
+    assert ("bench",) in paths and ("experience", "build") in paths
+    helps = {}
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+        assert result.exit_code == 0, (path, result.output)
+        assert max(map(len, result.output.splitlines())) <= 80, path
+        assert "…" not in result.output, path
+        helps[path] = " ".join(result.output.split())  # the words, whatever the wrapping
+    assert "e.g. DreamGym/WebShop-v0 or DreamGym/WebShop-Ref-v0" in helps[("bench",)]
+    assert "(default runs/experience/<domain>)" in helps[("experience", "build")]
+    assert "(DREAMGYM_BASE_URL, DREAMGYM_MODEL, ...)" in helps[("serve",)]

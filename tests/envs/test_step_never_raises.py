@@ -116,3 +116,30 @@ def test_a_request_built_by_hand_with_surrogates_is_sent(server, task, tmp_path,
         model.close()
     assert request_action(server.requests[-1]) == "search[lone \ufffd and paired \U0001f600]"
     assert transition.next_state == "after search[lone \ufffd and paired \U0001f600]"
+
+
+class Unprintable:
+    """An object whose ``repr`` and ``str`` raise."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+    __str__ = __repr__
+
+
+@pytest.mark.parametrize(
+    "action",
+    [10**5000, Unprintable(), b"search[shoes]", None, 1.5, ["search[shoes]"], list(range(10**5))],
+    ids=["10**5000", "unprintable", "bytes", "None", "float", "list", "long-list"],
+)
+def test_a_value_that_is_not_a_string_is_an_invalid_action(action, task):
+    """Issue 30, item 2: ``repr(10**5000)`` raises ``ValueError``, a broken ``__repr__`` anything."""
+    model = ScriptedExperienceModel(page)
+    env = DreamEnv("webshop", model, max_steps=3)
+    env.reset(options={"task": task})
+    state = env.state
+    _, reward, terminated, truncated, info = env.step(action)
+    assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, False)
+    assert info["error"] == f"an action must be a string, got {type(action).__name__}"
+    assert env.state == state and model.calls == 0 and len(env.steps) == 1
+    assert 0 < len(env.steps[-1].action) <= 200  # the step shows the value, cut

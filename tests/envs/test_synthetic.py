@@ -65,6 +65,35 @@ def test_invalid_action_gives_feedback_without_model_call(scripted_model, websho
     assert scripted_model.requests[-1].state == webshop_task.initial_state
 
 
+@pytest.mark.parametrize("state_mode", ["text", "structured"])
+def test_the_listed_search_template_is_an_invalid_action(scripted_model, webshop_task, state_mode):
+    """Issue 30, item 6: ``search[<query>]`` from ``admissible_actions`` is refused, not sent to the model."""
+    env = DreamEnv("webshop", scripted_model, state_mode=state_mode)
+    _, info = env.reset(options={"task": webshop_task})
+    assert "search[<query>]" in info["admissible_actions"]
+    state = env.state
+    _, reward, terminated, _, info = env.step("search[<query>]")
+    assert (reward, terminated, info["action_valid"]) == (0.0, False, False)
+    assert (
+        info["error"]
+        == "search[<query>] is a template from admissible_actions: replace <query> with your own text"
+    )
+    assert env.state == state and scripted_model.calls == 0 and len(env.steps) == 1
+    if state_mode == "text":  # a query that merely holds angle brackets is a query
+        assert env.step("search[<query> shoes]")[4]["action_valid"] and scripted_model.calls == 1
+
+
+def test_usage_is_a_dict_on_invalid_actions_too(scripted_model, webshop_task):
+    """Issue 30, item 6: as documented, ``info["usage"]`` is a dict; no model call made, no tokens."""
+    env = DreamEnv("webshop", scripted_model)
+    env.reset(options={"task": webshop_task})
+    invalid = env.step("buy it now")[4]["usage"]
+    valid = env.step("search[shirt]")[4]["usage"]
+    assert isinstance(invalid, dict) and invalid.keys() == valid.keys()
+    assert (invalid["prompt_tokens"], invalid["completion_tokens"], invalid["attempts"]) == (0, 0, 0)
+    assert valid["model"] == "scripted" and valid["attempts"] == 1
+
+
 def test_buy_now_ends_episode_with_outcome_reward(scripted_model, webshop_task):
     env = DreamEnv("webshop", scripted_model)
     env.reset(options={"task": webshop_task})
@@ -172,13 +201,16 @@ def test_env_closes_only_the_model_it_chose(monkeypatch, scripted_model):
     monkeypatch.setattr(type(scripted_model), "close", lambda self: closed.append(self))
     DreamEnv("webshop", scripted_model).close()
     assert closed == []  # a passed model may be shared
-    monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda **_: scripted_model)
+    monkeypatch.setattr(
+        "dreamgym_env.experience.selection.default_experience_model", lambda **_: scripted_model
+    )
     DreamEnv("webshop").close()
     assert closed == [scripted_model]
 
 
 def test_gym_make_passes_model_settings_to_the_model_it_builds(monkeypatch):
     monkeypatch.setenv("DREAMGYM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("DREAMGYM_MODEL", "m")  # else the absent endpoint is asked for its model
     env = gym.make("DreamGym/WebShop-v0", timeout_s=5, deadline_s=7)
     try:
         config = env.unwrapped.experience_model.config
@@ -190,6 +222,31 @@ def test_gym_make_passes_model_settings_to_the_model_it_builds(monkeypatch):
         assert envs.unwrapped.experience_model.config.timeout_s == 3
     finally:
         envs.close()
+
+
+def test_an_unknown_keyword_names_itself_and_the_accepted_ones():
+    """Issue 30, item 6: refused before any model is chosen, not blamed on the local backend."""
+    with pytest.raises(ConfigurationError) as caught:
+        gym.make("DreamGym/WebShop-v0", bogus_kw=1)
+    message = str(caught.value)
+    assert message.startswith("DreamEnv (WebShop) got unknown keyword argument 'bogus_kw'.")
+    assert "local model setting" not in message
+    for accepted in (
+        "max_steps",
+        "state_mode",
+        "reward_mode",
+        "timeout_s",
+        "base_url",
+        "model",
+        "model_path",
+    ):
+        assert f"{accepted}," in message or f"{accepted})" in message
+    with pytest.raises(ConfigurationError, match="Did you mean 'max_steps'"):
+        gym.make("DreamGym/WebShop-v0", max_step=3)
+    with pytest.raises(
+        ConfigurationError, match=r"DreamVectorEnv \(WebShop\) got unknown keyword argument 'bogus_kw'"
+    ):
+        gym.make_vec("DreamGym/WebShop-v0", num_envs=2, bogus_kw=1)
 
 
 def test_model_settings_with_a_passed_model_are_refused(scripted_model):

@@ -176,3 +176,13 @@ def test_password_in_url_is_masked_but_used():
         assert "p%40ss" not in text and "p@ss" not in text and SECRET not in text
     assert {"p%40ss", "p@ss", SECRET} <= set(config.secrets)
     assert EndpointConfig.resolve(environ={}).secrets == ()  # the placeholder key is no secret
+
+
+def test_a_python_mode_dump_hides_the_password_and_the_key():
+    """Issue 30, item 3: ``model_dump()`` is printed and logged like the JSON dump."""
+    config = EndpointConfig.resolve(base_url="http://user:p%40ss@host:1/v1,b:2", api_key=SECRET, environ={})
+    dumped = config.model_dump()
+    assert dumped["base_urls"] == ["http://user:***@host:1/v1", "http://b:2/v1"]
+    assert all(secret not in str(dumped) for secret in ("p%40ss", "p@ss", SECRET))
+    changed = config.replace(timeout_s=3)  # replace still builds on the real settings
+    assert changed.base_urls == config.base_urls and changed.api_key.get_secret_value() == SECRET

@@ -37,6 +37,8 @@ class NoRuntime:
 def clean_environment(monkeypatch, tmp_path) -> Iterator[None]:
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    # Named: an endpoint model that names none asks its (here absent) endpoint which one it serves.
+    monkeypatch.setenv("DREAMGYM_MODEL", "test-model")
     monkeypatch.setenv("DREAMGYM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(selection, "_announced", set())
     yield
@@ -215,7 +217,9 @@ def make_env(closing: list[ExperienceModel], **kwargs: Any) -> Any:
     return env.unwrapped
 
 
-def test_a_synthetic_id_uses_its_packs_trained_adapter_by_default(closing, local_installed, webshop_model, caplog):
+def test_a_synthetic_id_uses_its_packs_trained_adapter_by_default(
+    closing, local_installed, webshop_model, caplog
+):
     with caplog.at_level(logging.INFO, logger="dreamgym_env.experience.selection"):
         env = make_env(closing)
     model = env.experience_model

@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,38 +18,24 @@ import pytest
 
 pytest.importorskip("openenv", reason="needs the extra `openenv`: pip install 'dreamgym-env[openenv]'")
 
-import uvicorn
 from openenv import GenericEnvClient
 from starlette.websockets import WebSocketDisconnect
 from typer.testing import CliRunner
+from websockets.exceptions import ConnectionClosed
 
 from dreamgym_env.agents import make_policy
 from dreamgym_env.cli import app as cli_app
 from dreamgym_env.envs.oracle import OracleExperienceModel
-from dreamgym_env.scale.openenv_server import QuietDisconnects, create_app, to_jsonable
+from dreamgym_env.scale.openenv_server import QuietDisconnects, to_jsonable
 
 SYNTHETIC, REFERENCE = "DreamGym/WebShop-v0", "DreamGym/WebShop-Ref-v0"
 
 
 @pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
+def server_url(openenv_server) -> Iterator[str]:
     """A server of the synthetic id over the oracle model, in a thread of this process."""
     model = OracleExperienceModel("webshop")
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(SYNTHETIC, experience_model=model, max_sessions=4), port=0, log_level="error"
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the test server did not start"
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    yield openenv_server(SYNTHETIC, experience_model=model, max_sessions=4)
     model.close()
 
 
@@ -133,6 +118,50 @@ def test_a_bad_action_gets_the_envs_invalid_action_answer(server_url, action):
         assert pair.client.state()["step_count"] == 1
     finally:
         pair.close()
+
+
+def test_a_lone_surrogate_is_answered_and_the_step_counted(openenv_server):
+    """Issue 30, item 1: the reference env echoes the query; its answer must still encode as JSON."""
+    url = openenv_server(REFERENCE, max_sessions=2)
+    local = gym.make(REFERENCE)
+    try:
+        with GenericEnvClient(base_url=url).sync() as client:
+            assert client.reset(seed=5).observation["text"] == local.reset(seed=5)[0]
+            result = client.step({"action": "search[shoes \ud800]"})  # answered, not a server error
+            obs, reward, _, _, info = local.step("search[shoes \ud800]")
+            assert (result.observation["text"], result.reward) == (obs, reward)
+            assert result.observation["info"] == to_jsonable(info)
+            assert 'query "shoes \ufffd"' in result.observation["info"]["state"]
+            assert client.state()["step_count"] == 1
+    finally:
+        local.close()
+
+
+def test_a_session_beyond_max_sessions_is_closed_with_the_reason(openenv_server):
+    """Issue 30, item 5: the refused client learns why (close code 1013 and OpenEnv's message)."""
+    url = openenv_server(REFERENCE, max_sessions=1)
+
+    async def refused_session() -> BaseException:
+        client = GenericEnvClient(base_url=url)
+        await client.connect()  # accepted, then refused at once
+        try:
+            # Wait for the server's close, so that the reset surely comes after it.
+            await asyncio.wait_for(client._ws.wait_closed(), timeout=30)
+            with pytest.raises(ConnectionClosed) as closed:
+                await client.reset(seed=0)
+            return closed.value
+        finally:
+            await client.close()
+
+    with GenericEnvClient(base_url=url).sync() as first:
+        first.reset(seed=0)
+        error = asyncio.run(refused_session())
+        assert error.rcvd is not None and error.rcvd.code == 1013  # try again later
+        assert error.rcvd.reason.startswith("Server at capacity: 1/1 sessions active")
+        assert "max_sessions=1" in error.rcvd.reason and "at capacity" in str(error)
+        assert first.step({"action": "search[red shoes]"}).observation["info"]["action_valid"]
+    with GenericEnvClient(base_url=url).sync() as later:  # the slot is free again
+        assert later.reset(seed=0).observation["text"]
 
 
 def test_a_step_outside_an_episode_is_answered_not_raised(server_url):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -169,29 +170,35 @@ def test_a_killed_actor_raises_worker_lost_and_keeps_the_other_results():
 
 
 class FailOnce:
-    """Echo transitions; the first request for ``action`` times out (in each process that holds one)."""
+    """Echo transitions; the first request for ``action`` raises ``error`` (in each process that holds one)."""
 
-    def __init__(self, action: str) -> None:
-        self.action, self.failed = action, False
+    def __init__(self, action: str, error: type[Exception] = ModelTimeoutError) -> None:
+        self.action, self.error, self.failed = action, error, False
 
     def __call__(self, request: ExperienceRequest) -> Transition:
         if request.action == self.action and not self.failed:
             self.failed = True
-            raise ModelTimeoutError(f"task {request.task.id!r}, action {request.action!r}: timed out")
+            raise self.error(f"task {request.task.id!r}, action {request.action!r}: failed")
         return echo_transition(request)
 
 
-def test_a_failed_model_call_is_retried_on_its_actor_only():
-    flaky = functools.partial(ScriptedExperienceModel, FailOnce("search[flaky]"))
+@pytest.mark.parametrize(
+    ("error", "named"),
+    [(ModelTimeoutError, [3]), (RuntimeError, [2, 3])],  # untyped: not named by request, the actor's all
+    ids=["typed", "untyped"],
+)
+def test_a_failed_model_call_is_retried_on_its_actor_only(error, named):
+    flaky = functools.partial(ScriptedExperienceModel, FailOnce("search[flaky]", error))
     remote = RayVectorEnv(SYNTHETIC, 4, num_actors=2, experience_model=flaky, state_mode="text")
     local = gym.make_vec(SYNTHETIC, num_envs=4, experience_model=ScriptedExperienceModel(), state_mode="text")
     try:
         remote.reset(seed=4)
         local.reset(seed=4)
         actions = ["search[red shoes]", "search[blue hat]", "search[green bag]", "search[flaky]"]
-        with pytest.raises(ModelTimeoutError, match=r"sub-envs \[3\]") as failed:
+        with pytest.raises(error, match=re.escape(f"in the Ray actor of sub-envs {named}")) as failed:
             remote.step(actions)
-        assert failed.value.sub_envs == [3]
+        assert type(failed.value) is error  # the actor's own exception, not Ray's RayTaskError
+        assert failed.value.sub_envs == named
         with pytest.raises(ConfigurationError, match="same actions"):
             remote.step(["search[other]", *actions[1:]])  # sub-envs 0 and 1 have stepped already
         assert_same_step(remote.step(actions), local.step(actions))  # each sub-env stepped once

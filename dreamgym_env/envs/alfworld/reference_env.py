@@ -15,7 +15,7 @@ from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
+from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task, utf8_action
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
@@ -185,6 +185,7 @@ class ALFWorldRefEnv(gym.Env[str, str]):
         house, check, task = self.house, self._check, self.task
         if house is None or check is None or task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
+        action = utf8_action(action)
         command = parse_command(action)
         self.elapsed_steps += 1
         truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
@@ -211,7 +212,8 @@ class ALFWorldRefEnv(gym.Env[str, str]):
             info["error"] = error
         info["admissible_actions"] = list(house.admissible())
         if self.render_mode == "human":
-            print(f"> {action}\n{house.text}")
+            shown = action if isinstance(action, str) else f"<{type(action).__name__}>"  # str() may raise
+            print(f"> {shown}\n{house.text}")
         return house.text, reward, won, truncated and not won, info
 
     def replay(self, task: Task | str, actions: Sequence[str]) -> tuple[str, dict[str, Any]]:

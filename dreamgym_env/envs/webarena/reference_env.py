@@ -10,7 +10,7 @@ import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
+from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task, utf8_action
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
@@ -254,6 +254,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
     def step(self, action: str) -> StepResult:
         if self.task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
+        action = utf8_action(action)
         command = (
             parse_command(action)
             if isinstance(action, str)

@@ -10,7 +10,7 @@ import gymnasium as gym
 
 from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task
+from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task, utf8_action
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
@@ -253,8 +253,11 @@ class WebShopRefEnv(gym.Env[str, str]):
     def step(self, action: str) -> StepResult:
         if self.task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
+        action = utf8_action(action)
         parsed: ParsedAction | ActionError = (
-            parse_action(action) if isinstance(action, str) else ActionError("an action must be a string")
+            parse_action(action)
+            if isinstance(action, str)
+            else ActionError(f"an action must be a string, got {type(action).__name__}")
         )
         page = (
             next_page(self.catalog, self.page, self._rendered.labels, parsed)
