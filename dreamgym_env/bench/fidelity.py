@@ -410,7 +410,9 @@ def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
         invalid_output=(n - len(answered)) / n,
         latency_s=_mean([t.usage.latency_s for t in answered]) if answered else 0.0,
         prompt_tokens=_mean([t.usage.prompt_tokens for t in answered]) if answered else 0.0,
-        evaluated_prompt_tokens=_mean([t.usage.prompt_tokens - t.usage.cached_prompt_tokens for t in answered])
+        evaluated_prompt_tokens=_mean(
+            [t.usage.prompt_tokens - t.usage.cached_prompt_tokens for t in answered]
+        )
         if answered
         else 0.0,
         completion_tokens=_mean([t.usage.completion_tokens for t in answered]) if answered else 0.0,

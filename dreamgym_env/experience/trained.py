@@ -150,7 +150,9 @@ class TrainedModel:
         schema = pack.state_json_schema if mode == "structured" else None
         now = prompt_fingerprint(pack.prompt, schema)
         if now != self.prompt_fingerprint:
-            return f"it was trained on prompt {self.prompt_fingerprint}, the {pack.name!r} pack's is now {now}"
+            return (
+                f"it was trained on prompt {self.prompt_fingerprint}, the {pack.name!r} pack's is now {now}"
+            )
         if self.adapter_sha256 is not None and self.adapter_gguf is not None:
             if not self.adapter_gguf.is_file():
                 return f"its adapter {self.adapter_gguf.name} is missing"
@@ -181,7 +183,9 @@ class TrainedModel:
         elif self.base_gguf is not None:
             base = {"model_path": str(self.base_gguf)}
         else:
-            raise DataError(f"{self.directory}: its base {self.base!r} is no GGUF model the local backend runs")
+            raise DataError(
+                f"{self.directory}: its base {self.base!r} is no GGUF model the local backend runs"
+            )
         return {**base, "lora_adapter": str(self.adapter_gguf)}
 
     def describe(self) -> str:
