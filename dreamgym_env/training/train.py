@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -39,6 +40,8 @@ from dreamgym_env.training.dataset import ends_episode, read_examples
 from dreamgym_env.training.export import GGUF_ADAPTER_ARCHS, gguf_architecture, write_lora_gguf
 
 CHECKPOINT_DIR: Final = "checkpoints"
+TRAIN_TIME_FILE: Final = "dreamgym-train-seconds.json"
+"""In each checkpoint: the training seconds up to it, for a resumed run's stats."""
 DEFAULT_TARGET_MODULES: Final = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 """Every linear layer of a Qwen2/Llama block."""
 
@@ -128,10 +131,14 @@ def load_base(base: str, *, dtype: Any = None) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def progress_callback(max_steps: int, *, enabled: bool = True, max_minutes: float | None = None) -> Any:
+def progress_callback(
+    max_steps: int, *, enabled: bool = True, max_minutes: float | None = None, seconds_before: float = 0.0
+) -> Any:
     """A trainer callback: a progress bar with loss, tokens per second and ETA (tqdm's).
 
-    With ``max_minutes`` it also stops training after the step that passes that time.
+    With ``max_minutes`` it also stops training after the step that passes that time. Each
+    checkpoint records the training seconds up to it (``seconds_before`` and this run's), so a
+    resumed run's manifest reports the whole run's time, not only its own.
     """
     from tqdm.auto import tqdm
     from transformers import TrainerCallback
@@ -163,6 +170,12 @@ def progress_callback(max_steps: int, *, enabled: bool = True, max_minutes: floa
             self.bar.update(state.global_step - self.bar.n)
             if max_minutes is not None and elapsed > 60 * max_minutes:
                 control.should_training_stop = True
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if checkpoint.is_dir():
+                seconds = seconds_before + time.perf_counter() - self.started
+                (checkpoint / TRAIN_TIME_FILE).write_text(json.dumps({"seconds": round(seconds, 1)}) + "\n")
 
         def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.bar.close()
@@ -249,13 +262,21 @@ def train_experience_model(
         bias="none",
         task_type="CAUSAL_LM",
     )
+    seconds_before, tokens_before = _checkpoint_progress(Path(last)) if resume and last else (0.0, 0)
     trainer = SFTTrainer(
         model=model,
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=lora,
-        callbacks=[progress_callback(config.max_steps, enabled=progress, max_minutes=config.max_minutes)],
+        callbacks=[
+            progress_callback(
+                config.max_steps,
+                enabled=progress,
+                max_minutes=config.max_minutes,
+                seconds_before=seconds_before,
+            )
+        ],
     )
     trainer.remove_callback(PrinterCallback)  # the progress bar reports instead
     started = time.perf_counter()
@@ -281,8 +302,8 @@ def train_experience_model(
         "episode_ends": len(ends),
         "epochs": round(state.global_step * config.batch_size * config.grad_accum / len(weighted), 2),
         "tokens": tokens,
-        "seconds": round(seconds, 1),
-        "tokens_per_s": round(tokens / seconds, 1) if seconds > 0 else None,
+        "seconds": round(seconds_before + seconds, 1),
+        "tokens_per_s": round((tokens - tokens_before) / seconds, 1) if seconds > 0 else None,
         "first_loss": losses[0] if losses else None,
         "final_loss": losses[-1] if losses else None,
         "train_loss": float(result.training_loss) if math.isfinite(result.training_loss) else None,
@@ -305,3 +326,11 @@ def train_experience_model(
     )
     trained.save()
     return trained
+
+
+def _checkpoint_progress(checkpoint: Path) -> tuple[float, int]:
+    """The training seconds and input tokens up to ``checkpoint`` (0 seconds where it records none)."""
+    timing = checkpoint / TRAIN_TIME_FILE
+    seconds = float(json.loads(timing.read_text())["seconds"]) if timing.is_file() else 0.0
+    state = json.loads((checkpoint / "trainer_state.json").read_text())
+    return seconds, int(state.get("num_input_tokens_seen") or 0)

@@ -36,6 +36,7 @@ from dreamgym_env.training.dataset import (
 from dreamgym_env.training.export import read_lora_gguf
 from dreamgym_env.training.serving import TransformersExperienceModel
 from dreamgym_env.training.train import (
+    TRAIN_TIME_FILE,
     TrainConfig,
     TrainedModel,
     train_experience_model,
@@ -43,6 +44,8 @@ from dreamgym_env.training.train import (
 from dreamgym_env.types import Transition, Usage
 
 WEBSHOP = get_domain("webshop")
+
+
 @pytest.fixture(scope="module")
 def one_example(tmp_path_factory, dataset) -> Path:
     path = tmp_path_factory.mktemp("one") / "one.jsonl"
@@ -285,3 +288,22 @@ def test_the_fingerprint_covers_the_system_prompt_and_the_state_schema():
     assert base != prompt_fingerprint(pack.prompt, None)
     reworded = pack.prompt.model_copy(update={"rules": pack.prompt.rules + " One more rule."})
     assert base != prompt_fingerprint(reworded, pack.state_json_schema)
+
+
+def test_a_resumed_run_reports_the_whole_runs_seconds_and_its_own_rate(one_example, tiny_base, tmp_path):
+    recipe = {**RECIPE, "save_steps": 1}
+    first = train_experience_model(
+        one_example, str(tiny_base), tmp_path, TrainConfig(max_steps=1, **recipe), progress=False
+    )
+    checkpoint = tmp_path / "checkpoints" / "checkpoint-1"
+    assert json.loads((checkpoint / TRAIN_TIME_FILE).read_text())["seconds"] > 0
+    (checkpoint / TRAIN_TIME_FILE).write_text(json.dumps({"seconds": 1000.0}))  # as if step 1 took long
+    resumed = train_experience_model(
+        one_example, str(tiny_base), tmp_path, TrainConfig(max_steps=2, **recipe), resume=True, progress=False
+    )
+    own_seconds = resumed.stats["seconds"] - 1000.0
+    assert 0 < own_seconds < 1000.0
+    own_tokens = resumed.stats["tokens"] - first.stats["tokens"]
+    assert resumed.stats["tokens_per_s"] == pytest.approx(
+        own_tokens / own_seconds, rel=0.25
+    )  # seconds are rounded to 0.1
