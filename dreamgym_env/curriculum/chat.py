@@ -9,7 +9,7 @@ EndpointConfig` (so ``EndpointChat.from_experience_model(model)`` talks to the s
 (:class:`~dreamgym_env.experience.transport.EndpointTransport`: retries honouring
 ``Retry-After``, structured-output downgrade, token-field switch, error translation): a call
 that keeps failing raises a :class:`~dreamgym_env.errors.ExperienceModelError` subclass, never an
-``openai`` exception.
+``aiohttp`` or ``asyncio`` exception.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class EndpointChat:
         self.config = base.replace(temperature=temperature, max_tokens=max_tokens)
         self.model_id = self.config.model
         self.context = context
-        from dreamgym_env.experience.transport import EndpointTransport  # imports openai: only when used
+        from dreamgym_env.experience.transport import EndpointTransport  # imports aiohttp: only when used
 
         self.transport = EndpointTransport(self.config)
         self._loop: asyncio.AbstractEventLoop | None = None

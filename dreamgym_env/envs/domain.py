@@ -44,6 +44,7 @@ __all__ = [
     "ReferenceEnv",
     "RewardMode",
     "Split",
+    "StepResult",
     "fill_with_instruction",
 ]
 
@@ -51,6 +52,8 @@ Split = Literal["train", "test"]
 RewardMode = Literal["outcome", "score"]
 """``"outcome"``: 1 when the task is won, else 0 (the paper's reward, every domain has it);
 ``"score"``: the domain's shaped score in [0, 1] (``info["score"]``), where it has one."""
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+"""What a text env's ``step`` returns: observation, reward, terminated, truncated, info."""
 
 ACTION_SLOT = re.compile(r"<[A-Za-z_][A-Za-z0-9_ ]*>")
 """A free slot in an admissible action, such as ``<query>`` in ``search[<query>]``: the one
@@ -140,7 +143,7 @@ class ReferenceEnv(Protocol):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]: ...
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]: ...
+    def step(self, action: str) -> StepResult: ...
 
     def restore(self, task: Task, state: str) -> None: ...
 

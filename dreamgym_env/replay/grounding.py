@@ -19,9 +19,10 @@ from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
 from dreamgym_env.types import Demonstration, ExperienceRequest, Source, Step, Task
 
 DEFAULT_K = 4
-DEMO_STATE_CHARS = 160
-"""A demonstration's state is compacted to about this many characters (about 45 tokens)."""
-DEMO_NEXT_STATE_CHARS = 160
+COMPACT_DEMO_STATE_CHARS = 160
+"""A demonstration's state is compacted, line by line, to about this many characters (about 45
+tokens) before the prompt clips it (``experience.prompt.DEMO_STATE_CHARS``, 600)."""
+COMPACT_DEMO_NEXT_STATE_CHARS = 160
 """A demonstration's next state is compacted to about this many characters (about 45 tokens); a
 next state on the same page shows only the lines the action changed."""
 STRUCTURED_DEMO_CHARS = 600
@@ -191,8 +192,8 @@ class ReplayGrounder:
         sources: Sequence[Source] | None = GROUNDING_SOURCES,
         write_back: bool = True,
         record_invalid: bool = False,
-        state_chars: int | None = DEMO_STATE_CHARS,
-        next_state_chars: int | None = DEMO_NEXT_STATE_CHARS,
+        state_chars: int | None = COMPACT_DEMO_STATE_CHARS,
+        next_state_chars: int | None = COMPACT_DEMO_NEXT_STATE_CHARS,
     ) -> None:
         if not isinstance(buffer, ExperienceReplayBuffer):
             raise ConfigurationError(f"buffer must be an ExperienceReplayBuffer, got {type(buffer).__name__}")

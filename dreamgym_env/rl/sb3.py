@@ -10,7 +10,7 @@ instruction" holds at every position of the list.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -258,22 +258,6 @@ def evaluate_policy_on_tasks(
             kwargs = {"action_masks": env.get_wrapper_attr("action_masks")()} if maskable else {}
             action, _ = model.predict(observation, deterministic=deterministic, **kwargs)
             observation, _, terminated, truncated, info = env.step(int(action))
-            steps += 1
-            done = terminated or truncated
-        wins += bool(info.get("won", False))
-    return EvalResult(len(tasks), wins, steps / max(1, len(tasks)))
-
-
-def evaluate_text_policy(
-    policy: Callable[[str, dict[str, Any]], str], env: gym.Env, tasks: Sequence[Task], *, seed: int = 0
-) -> EvalResult:
-    """Run a text policy ``(observation, info) -> action`` once on each task; count wins."""
-    wins, steps = 0, 0
-    for i, task in enumerate(tasks):
-        observation, info = env.reset(seed=seed + i, options={"task": task})
-        done = False
-        while not done:
-            observation, _, terminated, truncated, info = env.step(policy(observation, info))
             steps += 1
             done = terminated or truncated
         wins += bool(info.get("won", False))

@@ -17,9 +17,9 @@ from dreamgym_env.envs.vector import sub_envs
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import (
+    COMPACT_DEMO_NEXT_STATE_CHARS,
+    COMPACT_DEMO_STATE_CHARS,
     DEFAULT_K,
-    DEMO_NEXT_STATE_CHARS,
-    DEMO_STATE_CHARS,
     ReplayGrounder,
 )
 from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
@@ -156,8 +156,8 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
         sources: Sequence[Source] | None = GROUNDING_SOURCES,
         *,
         record_invalid: bool = False,
-        state_chars: int | None = DEMO_STATE_CHARS,
-        next_state_chars: int | None = DEMO_NEXT_STATE_CHARS,
+        state_chars: int | None = COMPACT_DEMO_STATE_CHARS,
+        next_state_chars: int | None = COMPACT_DEMO_NEXT_STATE_CHARS,
     ) -> None:
         if isinstance(env, VectorEnv):
             raise ConfigurationError(
@@ -247,8 +247,8 @@ class VectorReplayGrounding(VectorWrapper):
         sources: Sequence[Source] | None = GROUNDING_SOURCES,
         *,
         record_invalid: bool = False,
-        state_chars: int | None = DEMO_STATE_CHARS,
-        next_state_chars: int | None = DEMO_NEXT_STATE_CHARS,
+        state_chars: int | None = COMPACT_DEMO_STATE_CHARS,
+        next_state_chars: int | None = COMPACT_DEMO_NEXT_STATE_CHARS,
     ) -> None:
         _check_text_spaces(type(self).__name__, env.single_observation_space, env.single_action_space)
         super().__init__(env)

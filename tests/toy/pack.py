@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, ClassVar, Literal
 
-import gymnasium as gym
 from pydantic import BaseModel, ConfigDict, Field
 
 from dreamgym_env.curriculum.variations import Rejection, TaskVariations
@@ -38,13 +37,12 @@ from dreamgym_env.envs.domain import (
     RewardMode,
     Split,
 )
-from dreamgym_env.envs.tasksets import TaskSet, check_reference_arguments
-from dreamgym_env.errors import ConfigurationError, UnknownNameError, excerpt
-from dreamgym_env.spaces import UnicodeText
+from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
+from dreamgym_env.envs.tasksets import TaskSet
+from dreamgym_env.errors import ConfigurationError, excerpt
 from dreamgym_env.types import Task
 
 Door = Literal["locked", "unlocked", "open"]
-StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 HEADER = "Toy | "
 ERROR_PREFIX = "Invalid action:"
@@ -495,7 +493,7 @@ class ToyExpert:
 
 
 # -- the reference env -------------------------------------------------------------------------
-class ToyRefEnv(gym.Env[str, str]):
+class ToyRefEnv(ReferenceEnvBase):
     """The programmatic toy house: ground truth beside ``DreamGym/Toy-v0``.
 
     Keyword arguments as every reference env: ``split``, ``tasks``, ``reward`` (``"outcome"``:
@@ -504,7 +502,6 @@ class ToyRefEnv(gym.Env[str, str]):
     :meth:`ToyDomain.make_reference_env`).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     restorable: ClassVar[bool] = True
 
     def __init__(
@@ -518,26 +515,11 @@ class ToyRefEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
         domain: Domain | None = None,
     ) -> None:
-        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
-        self.domain: Domain = domain if domain is not None else ToyDomain()
-        self.split = split
-        task_set = toy_tasks(self.domain.name)
-        self._tasks = tuple(tasks) if tasks is not None else task_set.split(split)
-        self._by_id = {**task_set.by_id, **{t.id: t for t in self._tasks}}
-        self.reward_mode: RewardMode = reward
-        self.max_steps = max_steps
-        self.render_mode = render_mode
-        self.observation_space = UnicodeText(max_text_length)
-        self.action_space = UnicodeText(max_text_length)
-        self.task: Task | None = None
+        domain = domain if domain is not None else ToyDomain()
+        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
+        self._use_tasks(toy_tasks(self.domain.name), tasks)
         self.goal: Goal | None = None
         self.world = World()
-        self.elapsed_steps = 0
-        self._done = True
-
-    @property
-    def tasks(self) -> Sequence[Task]:
-        return self._tasks
 
     @property
     def state(self) -> str:
@@ -552,30 +534,8 @@ class ToyRefEnv(gym.Env[str, str]):
     def admissible_actions(self) -> list[str]:
         return list(_admissible(self.state))
 
-    def resolve_task(self, spec: Task | str | None) -> Task:
-        if spec is None:
-            if not self._tasks:
-                raise ConfigurationError("this env has no tasks to draw from")
-            return self._tasks[int(self.np_random.integers(len(self._tasks)))]
-        if isinstance(spec, str):
-            if spec not in self._by_id:
-                raise UnknownNameError("task id", spec, self._by_id)
-            return self._by_id[spec]
-        if not isinstance(spec, Task):
-            raise ConfigurationError(
-                f"options['task'] must be a Task or a task id, got {type(spec).__name__}"
-            )
-        goal_of(spec)  # raises for a task without a goal
-        return spec
-
-    def _info(self) -> dict[str, Any]:
-        assert self.task is not None
-        return {
-            "task": self.task,
-            "task_id": self.task.id,
-            "source": "real",
-            "admissible_actions": self.admissible_actions(),
-        }
+    def _check_task(self, task: Task) -> None:
+        goal_of(task)  # raises for a task without a goal
 
     def restore(self, task: Task, state: str) -> None:
         """Put the env in ``state`` of ``task``; ConfigurationError for a state it never renders."""
@@ -598,41 +558,37 @@ class ToyRefEnv(gym.Env[str, str]):
         self.task, self.goal, self.world = task, goal, world
         self.elapsed_steps, self._done = 0, False
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        self.task = self.resolve_task((options or {}).get("task"))
-        self.goal = goal_of(self.task)
+    def _start(self, task: Task) -> None:
+        self.task = task
+        self.goal = goal_of(task)
         self.world = World()
-        self.elapsed_steps, self._done = 0, False
-        return self.state, self._info()
 
-    def step(self, action: str) -> StepResult:
-        if self.task is None or self.goal is None or self._done:
-            raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
-        self.elapsed_steps += 1
-        truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
-        parsed = self.domain.parse_action(action) if isinstance(action, str) else ActionError("not a string")
+    def _apply(self, action: object) -> ActionOutcome:
+        assert self.goal is not None
+        parsed = parse_text_action(action, self.domain.parse_action)
         if isinstance(parsed, ParsedAction):
             parsed = self.domain.validate_action(parsed, self.state) or parsed
         if isinstance(parsed, ActionError):
             observation = self.domain.invalid_action_feedback(self.state, parsed)
-            self._done = truncated
-            info = self._info() | {"action_valid": False, "error": parsed.message, "won": False, "score": 0.0}
-            return observation, 0.0, False, truncated, info
-        self.world = self._apply(parsed)
+            return ActionOutcome(
+                observation,
+                0.0,
+                False,
+                {"action_valid": False, "error": parsed.message, "won": False, "score": 0.0},
+            )
+        self.world = self._moved(parsed)
         terminated = self.world.claimed is not None
         won = terminated and self.world.claimed == self.goal.treasure
         score = (1.0 if won else 0.5) if terminated else 0.0
-        reward = score if self.reward_mode == "score" else float(won)
-        self._done = terminated or truncated
-        if self.render_mode == "human":
-            print(f"> {parsed.text}\n{self.state}")
-        info = self._info() | {"action_valid": True, "won": won, "score": score}
-        return self.state, reward, terminated, truncated and not terminated, info
+        self._print_step(parsed.text, self.state)
+        return ActionOutcome(
+            self.state,
+            self.reward_of(score, won),
+            terminated,
+            {"action_valid": True, "won": won, "score": score},
+        )
 
-    def _apply(self, action: ParsedAction) -> World:
+    def _moved(self, action: ParsedAction) -> World:
         assert self.goal is not None
         world = replace(self.world, note="")
         if action.verb == "MOVE":
@@ -646,13 +602,6 @@ class ToyRefEnv(gym.Env[str, str]):
                 return replace(world, door="open")
             return replace(world, note=f'the door stays shut for "{action.argument}".')
         return replace(world, claimed=action.argument)
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self.state
-        if self.render_mode == "human":
-            print(self.state)
-        return None
 
 
 # -- task variations ---------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""The toy pack itself and the generic envs on it: registry ids, DreamEnv, the vector env, check_env."""
+"""The toy pack itself and the generic envs on it: registry ids, DreamEnv, the vector env.
+
+check_env on both toy ids is in ``tests/envs/test_packs.py``, with every other pack."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 
 from dreamgym_env.envs.domain import ACTION_SLOT, ActionError, ParsedAction, ReferenceEnv
 from dreamgym_env.envs.registry import (
@@ -157,11 +158,3 @@ def test_make_vec_steps_four_envs_in_one_batch(toy, toy_model):
     _, _, _, _, infos = envs.step(["MOVE north", "MOVE south", "search[nothing]", "MOVE north"])
     assert model.batches == 1 and model.calls == 3 and list(infos["action_valid"]) == [True, True, False, True]
     envs.close()
-
-
-@pytest.mark.parametrize("env_id", ["DreamGym/Toy-Ref-v0", "DreamGym/Toy-v0"])
-def test_check_env(toy, toy_model, env_id):
-    kwargs = {"experience_model": toy_model} if "-Ref-" not in env_id else {}
-    env = gym.make(env_id, **kwargs)
-    check_env(env.unwrapped, skip_render_check=True)
-    env.close()

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from dreamgym_env.agents.rollouts import collect_trajectories
-from dreamgym_env.bench.fidelity import measure_fidelity, reference_transitions
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ModelOutputError
@@ -111,16 +110,6 @@ def test_a_model_reward_is_replaced_by_the_rubric_where_the_domain_scores(toy):
         env._set_state(vault.model_dump_json())
         _, reward, terminated, _, info = env.step(f"CLAIM {decoy}")
         assert terminated and reward == expected and info["reward_source"] == mode
-
-
-def test_structured_fidelity_of_the_oracle(toy):
-    env = toy.make_reference_env(split="test", max_steps=toy.max_episode_steps)
-    trajectories = collect_trajectories(env, toy.expert_policy(), 8, progress=False, state_mode="structured")
-    report = measure_fidelity(
-        OracleExperienceModel(toy), reference_transitions(trajectories, toy), domain=toy
-    )
-    assert report.exact_match == report.kind_agreement == report.valid == 1.0
-    assert set(report.fields) == set(ToyState.model_fields) and min(report.fields.values()) == 1.0
 
 
 def test_text_only_domains_refuse_structured_mode():

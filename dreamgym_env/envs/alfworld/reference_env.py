@@ -2,31 +2,25 @@
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
-
-import gymnasium as gym
+from typing import Any
 
 from dreamgym_env.envs.alfworld.goal import Goal, GoalCheck
 from dreamgym_env.envs.alfworld.grammar import parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
-from dreamgym_env.envs.domain import ActionError, Domain
+from dreamgym_env.envs.domain import ActionError, Domain, RewardMode
+from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task, utf8_action
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
-RewardMode = Literal["outcome", "score"]
-StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 MAX_EPISODE_STEPS = 50
 """The registered horizon (ALFWorld's usual budget); the env itself truncates only at ``max_steps``."""
 
 
-class ALFWorldRefEnv(gym.Env[str, str]):
+class ALFWorldRefEnv(ReferenceEnvBase):
     """A deterministic household text world with ALFWorld's commands, observations and goals.
 
     ## Description
@@ -94,8 +88,7 @@ class ALFWorldRefEnv(gym.Env[str, str]):
     * v0: first release.
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
-    restorable: ClassVar[bool] = False
+    task_needs = "a goal and a room"
 
     def __init__(
         self,
@@ -108,30 +101,15 @@ class ALFWorldRefEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
         domain: Domain | None = None,
     ) -> None:
-        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
-        self.domain: Domain = domain if domain is not None else get_domain("alfworld")
-        self.task_set = load_tasks()
-        self.split = split
-        self._tasks = tuple(tasks) if tasks is not None else self.task_set.split(split)
-        self._by_id = self.task_set.by_id if tasks is None else {t.id: t for t in self._tasks}
-        self.reward_mode: RewardMode = reward
-        self.max_steps = max_steps
-        self.render_mode = render_mode
-        self.observation_space = UnicodeText(max_text_length)
-        self.action_space = UnicodeText(max_text_length)
-        self.task: Task | None = None
+        domain = domain if domain is not None else get_domain("alfworld")
+        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
+        self._use_tasks(load_tasks(), tasks)
         self.goal: Goal | None = None
         self.house: Household | None = None
         self._check: GoalCheck | None = None
-        self.elapsed_steps = 0
         self.last_score = 0.0
-        self._done = True
 
     # -- state -------------------------------------------------------------------------------
-    @property
-    def tasks(self) -> Sequence[Task]:
-        return self._tasks
-
     @property
     def state(self) -> str:
         """The current observation text."""
@@ -148,48 +126,28 @@ class ALFWorldRefEnv(gym.Env[str, str]):
         """The commands valid now, as TextWorld's PddlEnv lists them (``sorted(set(...))``)."""
         return list(self.house.admissible()) if self.house is not None else []
 
-    def resolve_task(self, spec: Task | str | None) -> Task:
-        """Turn a Task or task id into a Task; ``None`` draws one of the env's tasks at random."""
-        if not isinstance(spec, Task):  # drawn or looked up: one of the env's own tasks
-            return resolve_reference_task(
-                spec,
-                self._tasks,
-                ChainMap(self._by_id, self.task_set.by_id),
-                self.np_random,
-                needs="a goal and a room",
-            )
-        Goal.of_task(spec)
-        world_of(spec)
-        return spec
+    def _check_task(self, task: Task) -> None:
+        Goal.of_task(task)
+        world_of(task)
 
-    # -- gymnasium API -----------------------------------------------------------------------
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        task = self.resolve_task((options or {}).get("task"))
+    def restore(self, task: Task, state: str) -> None:
+        """Not possible here: a text does not determine the room's state (use :meth:`replay`)."""
+        raise ConfigurationError(
+            "ALFWorld observations are not Markov: replay the episode's actions with env.replay(task, actions)"
+        )
+
+    # -- the hooks of ReferenceEnvBase --------------------------------------------------------
+    def _start(self, task: Task) -> None:
         world = world_of(task)
         self.task, self.goal = task, Goal.of_task(task)
         self.house = Household(world, task.instruction)
         self._check = GoalCheck(self.goal, world)
-        self.elapsed_steps, self.last_score, self._done = 0, self._check.score(self.house), False
-        info = {
-            "task": task,
-            "task_id": task.id,
-            "source": "real",
-            "admissible_actions": self.admissible_actions(),
-        }
-        return self.state, info
+        self.last_score = self._check.score(self.house)
 
-    def step(self, action: str) -> StepResult:
-        house, check, task = self.house, self._check, self.task
-        if house is None or check is None or task is None or self._done:
-            raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
-        action = utf8_action(action)
+    def _apply(self, action: object) -> ActionOutcome:
+        house, check = self.house, self._check
+        assert house is not None and check is not None
         command = parse_command(action)
-        self.elapsed_steps += 1
-        truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
-        info: dict[str, Any] = {"task": task, "task_id": task.id, "source": "real"}
         if isinstance(command, ActionError):
             house.nothing_happens()
             valid, error = False, command.message
@@ -200,46 +158,14 @@ class ALFWorldRefEnv(gym.Env[str, str]):
         score = self.last_score
         if valid:
             score = check.score(house)
-            if self.reward_mode == "score":
+            if self.reward_mode == "score":  # the change of the score: an episode's return is its final score
                 reward = score - self.last_score
         won = score >= 1.0
         if won and self.reward_mode == "outcome":
             reward = 1.0
         self.last_score = score
-        self._done = won or truncated
-        info.update(action_valid=valid, score=score, won=won)
+        info: dict[str, Any] = {"action_valid": valid, "score": score, "won": won}
         if not valid:
             info["error"] = error
-        info["admissible_actions"] = list(house.admissible())
-        if self.render_mode == "human":
-            shown = action if isinstance(action, str) else f"<{type(action).__name__}>"  # str() may raise
-            print(f"> {shown}\n{house.text}")
-        return house.text, reward, won, truncated and not won, info
-
-    def replay(self, task: Task | str, actions: Sequence[str]) -> tuple[str, dict[str, Any]]:
-        """Reset to ``task`` and take ``actions``; returns the last observation and info.
-
-        Deterministic: the same task and actions always give the same state, which is how the
-        oracle experience model reaches a state of a non-Markov episode. Raises
-        :class:`~dreamgym_env.errors.ConfigurationError` when the episode ends before the last
-        action.
-        """
-        observation, info = self.reset(options={"task": task})
-        for i, action in enumerate(actions):
-            if self._done:
-                raise ConfigurationError(f"the episode ended after {i} of {len(actions)} actions")
-            observation, _, _, _, info = self.step(action)
-        return observation, info
-
-    def restore(self, task: Task, state: str) -> None:
-        """Not possible here: a text does not determine the room's state (use :meth:`replay`)."""
-        raise ConfigurationError(
-            "ALFWorld observations are not Markov: replay the episode's actions with env.replay(task, actions)"
-        )
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self.state
-        if self.render_mode == "human":
-            print(self.state)
-        return None
+        self._print_step(action, house.text)
+        return ActionOutcome(house.text, reward, won, info)

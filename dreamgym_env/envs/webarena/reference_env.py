@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
 
-import gymnasium as gym
-
-from dreamgym_env.envs.domain import ActionError, Domain
+from dreamgym_env.envs.domain import ActionError, Domain, RewardMode
+from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task, utf8_action
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
@@ -25,18 +21,15 @@ from dreamgym_env.envs.webarena.state import (
 from dreamgym_env.envs.webarena.tasks import load_tasks, tasks_of_sites
 from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, World, load_data
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
-RewardMode = Literal["outcome", "score"]
-StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 MAX_EPISODE_STEPS = 30
 """The registered horizon (WebArena-Lite's agents get 30 steps)."""
 TYPE_ACTION = "type [{id}] [<text>]"
 STOP_ACTION = "stop [<answer>]"
 
 
-class WebArenaRefEnv(gym.Env[str, str]):
+class WebArenaRefEnv(ReferenceEnvBase):
     """Five deterministic, programmatic web sites with WebArena's observations, actions and evaluators.
 
     ## Description
@@ -109,7 +102,7 @@ class WebArenaRefEnv(gym.Env[str, str]):
     """
 
     metadata = {"render_modes": ["ansi", "human", "html"], "render_fps": 4}
-    restorable: ClassVar[bool] = False
+    task_needs = "an evaluator"
 
     def __init__(
         self,
@@ -125,36 +118,21 @@ class WebArenaRefEnv(gym.Env[str, str]):
         data_seed: int = DEFAULT_DATA_SEED,
         domain: Domain | None = None,
     ) -> None:
-        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
+        domain = domain if domain is not None else get_domain("webarena")
+        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
         if observation not in OBSERVATION_MODES:
             raise ConfigurationError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
-        self.domain: Domain = domain if domain is not None else get_domain("webarena")
         self.data = load_data(data_seed)
-        self.task_set = load_tasks(data_seed)
-        self.split = split
-        chosen = tuple(tasks) if tasks is not None else self.task_set.split(split)
-        self._tasks = tasks_of_sites(chosen, tuple(sites) if sites is not None else None)
-        self._by_id = {t.id: t for t in self._tasks}
-        self.reward_mode: RewardMode = reward
-        self.max_steps = max_steps
-        self.render_mode = render_mode
+        task_set = load_tasks(data_seed)
+        chosen = tuple(tasks) if tasks is not None else task_set.split(split)
+        self._use_tasks(task_set, tasks_of_sites(chosen, tuple(sites) if sites is not None else None))
         self.observation_mode: ObservationMode = observation
         self.max_text_length = max_text_length
-        self.observation_space = UnicodeText(max_text_length)
-        self.action_space = UnicodeText(max_text_length)
-        self.task: Task | None = None
         self.world = World(self.data)
         self.browser = Browser(self.world, self.world.home("shopping"))
-        self.elapsed_steps = 0
-        self.last_verdict: Verdict | None = None
         self._message = ""
-        self._done = True
 
     # -- state -------------------------------------------------------------------------------
-    @property
-    def tasks(self) -> Sequence[Task]:
-        return self._tasks
-
     @property
     def state(self) -> str:
         """The current observation text (with the failure line after an invalid action)."""
@@ -208,73 +186,36 @@ class WebArenaRefEnv(gym.Env[str, str]):
         actions.append(STOP_ACTION)
         return actions
 
-    def resolve_task(self, spec: Task | str | None) -> Task:
-        """Turn a Task or task id into a Task with an evaluator; ``None`` draws one at random."""
-        if not isinstance(spec, Task):  # drawn or looked up: one of the env's own tasks
-            return resolve_reference_task(
-                spec,
-                self._tasks,
-                ChainMap(self._by_id, self.task_set.by_id),
-                self.np_random,
-                needs="an evaluator",
-            )
-        if "eval" not in spec.metadata or "site" not in spec.metadata:
-            raise ConfigurationError(f"task {spec.id!r} has no evaluator (metadata['eval']) to score it")
-        seed = spec.metadata.get("data_seed", DEFAULT_DATA_SEED)
+    def _check_task(self, task: Task) -> None:
+        if "eval" not in task.metadata or "site" not in task.metadata:
+            raise ConfigurationError(f"task {task.id!r} has no evaluator (metadata['eval']) to score it")
+        seed = task.metadata.get("data_seed", DEFAULT_DATA_SEED)
         if seed != self.data.seed:
             raise ConfigurationError(
-                f"task {spec.id!r} belongs to data seed {seed}, this env has {self.data.seed}"
+                f"task {task.id!r} belongs to data seed {seed}, this env has {self.data.seed}"
             )
-        return spec
 
     def restore(self, task: Task, state: str) -> None:
         """Not possible: a page's text does not hold the sites' state; replay the actions instead."""
         raise ConfigurationError("WebArena pages are not Markov: use replay(task, actions) to reach a state")
 
-    # -- gymnasium API -----------------------------------------------------------------------
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        task = self.resolve_task((options or {}).get("task"))
+    # -- the hooks of ReferenceEnvBase --------------------------------------------------------
+    def _start(self, task: Task) -> None:
         self.task = task
         self.world = World(self.data)
         self.browser = Browser(
             self.world, task.metadata.get("start_url") or self.world.home(task.metadata["site"])
         )
-        self.elapsed_steps, self.last_verdict, self._message, self._done = 0, None, "", False
-        info = {
-            "task": task,
-            "task_id": task.id,
-            "source": "real",
-            "admissible_actions": self.admissible_actions(),
-        }
-        return self.state, info
+        self._message = ""
 
-    def step(self, action: str) -> StepResult:
-        if self.task is None or self._done:
-            raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
-        action = utf8_action(action)
-        command = (
-            parse_command(action)
-            if isinstance(action, str)
-            else ActionError(f"an action must be a string, got {type(action).__name__}")
-        )
-        self.elapsed_steps += 1
-        truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
-        info: dict[str, Any] = {"task": self.task, "task_id": self.task.id, "source": "real"}
+    def _apply(self, action: object) -> ActionOutcome:
+        assert self.task is not None
+        command = parse_text_action(action, parse_command)
         error = command if isinstance(command, ActionError) else self._act(command)
         if error is not None:
             self._message = f"{ERROR_PREFIX}{error.message}"
-            self._done = truncated
-            info.update(
-                action_valid=False,
-                error=error.message,
-                score=0.0,
-                won=False,
-                admissible_actions=self.admissible_actions(),
-            )
-            return self.state, 0.0, False, truncated, info
+            info = {"action_valid": False, "error": error.message, "score": 0.0, "won": False}
+            return ActionOutcome(self.state, 0.0, False, info)
         self._message = ""
         spec = self.task.metadata["eval"]
         # As WebArena's run loop: only the agent's stop ends an episode, and the evaluator
@@ -282,16 +223,11 @@ class WebArenaRefEnv(gym.Env[str, str]):
         verdict: Verdict | None = None
         if isinstance(command, Command) and command.verb == "stop":
             verdict = evaluate(spec, command.text, self.browser.url, self.world, self.page_text)
-        terminated = verdict is not None
-        self.last_verdict = verdict
         score = verdict.score if verdict else 0.0
         won = bool(verdict and verdict.won)
-        reward = score if self.reward_mode == "score" else float(won)
-        self._done = terminated or truncated
-        info.update(action_valid=True, score=score, won=won, admissible_actions=self.admissible_actions())
-        if self.render_mode == "human":
-            print(f"> {action}\n{self.state}")
-        return self.state, reward, terminated, truncated and not terminated, info
+        self._print_step(action, self.state)
+        info = {"action_valid": True, "score": score, "won": won}
+        return ActionOutcome(self.state, self.reward_of(score, won), verdict is not None, info)
 
     def _act(self, command: Command) -> ActionError | None:
         if command.verb == "stop":
@@ -302,27 +238,10 @@ class WebArenaRefEnv(gym.Env[str, str]):
             return ActionError(str(exc))
         return None
 
-    def replay(self, task: Task | str, actions: Sequence[str]) -> tuple[str, dict[str, Any]]:
-        """Reset to ``task`` and take ``actions`` in order (stopping where the episode ends).
-
-        Deterministic: the same task and actions give the same observation and info. Returns the
-        last observation and info (the reset's when ``actions`` is empty).
-        """
-        observation, info = self.reset(options={"task": task})
-        for action in actions:
-            if self._done:
-                break
-            observation, _, _, _, info = self.step(action)
-        return observation, info
-
     def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self.state
         if self.render_mode == "html":
             browser = self.browser
             return page_html(
                 browser.url, browser.tab_titles(), browser.active, browser.visible(), self._message
             )
-        if self.render_mode == "human":
-            print(self.state)
-        return None
+        return super().render()

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from dreamgym_env.envs.webshop.catalog import Catalog, Product
 
 PageKind = Literal["search", "results", "item", "description", "features", "reviews", "done"]
-SUB_PAGES: tuple[str, ...] = ("description", "features", "reviews")
 RESULTS_PER_PAGE = 10
 
 SEARCH_LABEL = "Search"

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Sequence
 from typing import Any, Literal
 
-import gymnasium as gym
-
-from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction
+from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction, RewardMode
+from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import check_reference_arguments, resolve_reference_task, utf8_action
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
@@ -27,16 +24,13 @@ from dreamgym_env.envs.webshop.real_text import real_text
 from dreamgym_env.envs.webshop.state import WebShopState, state_of_page
 from dreamgym_env.envs.webshop.tasks import load_tasks
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
-RewardMode = Literal["outcome", "score"]
 ObservationMode = Literal["pages", "text"]
-StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 SEARCH_ACTION = "search[<query>]"
 
 
-class WebShopRefEnv(gym.Env[str, str]):
+class WebShopRefEnv(ReferenceEnvBase):
     """A deterministic, programmatic web shop with WebShop's text pages and actions.
 
     ## Description
@@ -113,9 +107,9 @@ class WebShopRefEnv(gym.Env[str, str]):
       page text as the default observation (``observation_mode="text"``).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
     restorable = True
     """A page's Markov text (:attr:`state`) determines the env's state, so :meth:`restore` works."""
+    task_needs = "a goal to score purchases"
 
     def __init__(
         self,
@@ -134,37 +128,26 @@ class WebShopRefEnv(gym.Env[str, str]):
         if observation_mode not in ("pages", "text"):
             raise ConfigurationError(f'observation_mode must be "pages" or "text", got {observation_mode!r}')
         self.observation_mode: ObservationMode = observation_mode
-        check_reference_arguments(reward, max_steps, render_mode, self.metadata["render_modes"])
-        self.domain: Domain = domain if domain is not None else get_domain("webshop")
+        domain = domain if domain is not None else get_domain("webshop")
+        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
         self.catalog = load_catalog(catalog_seed, num_products)
-        self.task_set = load_tasks(catalog_seed, num_products)
-        self.split = split
-        self._tasks = tuple(tasks) if tasks is not None else self.task_set.split(split)
-        self._by_id = self.task_set.by_id if tasks is None else {t.id: t for t in self._tasks}
-        self.reward_mode: RewardMode = reward
-        self.max_steps = max_steps
-        self.render_mode = render_mode
-        self.observation_space = UnicodeText(max_text_length)
-        self.action_space = UnicodeText(max_text_length)
-        self.task: Task | None = None
+        self._use_tasks(load_tasks(catalog_seed, num_products), tasks)
         self.goal: Goal | None = None
         self.page = Page("search")
         self._rendered = Rendered("", ())
-        self.observation = ""
-        """What the agent sees of the current page (see ``observation_mode``)."""
-        self.elapsed_steps = 0
+        self._observation = ""
         self.last_score: Score | None = None
-        self._done = True
 
     # -- state -------------------------------------------------------------------------------
-    @property
-    def tasks(self) -> Sequence[Task]:
-        return self._tasks
-
     @property
     def state(self) -> str:
         """The current page's Markov text (the experience model's format, what :meth:`restore` takes)."""
         return self._rendered.text
+
+    @property
+    def observation(self) -> str:
+        """What the agent sees of the current page (see ``observation_mode``)."""
+        return self._observation
 
     @property
     def abstract_state(self) -> WebShopState:
@@ -183,33 +166,23 @@ class WebShopRefEnv(gym.Env[str, str]):
             return [SEARCH_ACTION]
         return [f"click[{label}]" for label in labels]
 
-    def resolve_task(self, spec: Task | str | None) -> Task:
-        """Turn a Task or task id into a Task of this catalog; ``None`` draws one at random."""
-        if not isinstance(spec, Task):  # drawn or looked up: one of the env's own tasks
-            return resolve_reference_task(
-                spec,
-                self._tasks,
-                ChainMap(self._by_id, self.task_set.by_id),
-                self.np_random,
-                needs="a goal to score purchases",
-            )
-        seed = spec.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED)
-        size = spec.metadata.get("num_products", DEFAULT_NUM_PRODUCTS)
+    def _check_task(self, task: Task) -> None:
+        seed = task.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED)
+        size = task.metadata.get("num_products", DEFAULT_NUM_PRODUCTS)
         if (seed, size) != (self.catalog.seed, self.catalog.num_products):
             raise ConfigurationError(
-                f"task {spec.id!r} belongs to catalog (seed={seed}, num_products={size}), this env has "
+                f"task {task.id!r} belongs to catalog (seed={seed}, num_products={size}), this env has "
                 f"(seed={self.catalog.seed}, num_products={self.catalog.num_products})"
             )
-        return spec
 
     def _show(self, page: Page, reward: float | None = None) -> None:
         assert self.task is not None
         self.page = page
         self._rendered = render(page, self.task.instruction, self.catalog)
         if self.observation_mode == "text":
-            self.observation = real_text(state_of_page(page, self.task.instruction, self.catalog), reward)
+            self._observation = real_text(state_of_page(page, self.task.instruction, self.catalog), reward)
         else:
-            self.observation = self._rendered.text
+            self._observation = self._rendered.text
 
     def restore(self, task: Task, state: str) -> None:
         """Put the env on page ``state`` of ``task``, as if the episode had led there.
@@ -231,52 +204,33 @@ class WebShopRefEnv(gym.Env[str, str]):
             raise ConfigurationError(f"page does not match what the reference env renders: {state[:120]!r}")
         self.elapsed_steps, self.last_score, self._done = 0, None, False
 
-    # -- gymnasium API -----------------------------------------------------------------------
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        super().reset(seed=seed)
-        task = self.resolve_task((options or {}).get("task"))
+    # -- the hooks of ReferenceEnvBase --------------------------------------------------------
+    def _start(self, task: Task) -> None:
         self.task, self.goal = task, Goal.of_task(task)
         self._show(Page("search"))
-        self.elapsed_steps, self.last_score, self._done = 0, None, False
-        info = {
-            "task": task,
-            "task_id": task.id,
-            "source": "real",
+        self.last_score = None
+
+    def _state_info(self) -> dict[str, Any]:
+        return {
             "state": self.state,
             "admissible_actions": self.admissible_actions(),
             "abstract_state": self.abstract_state,
         }
-        return self.observation, info
 
-    def step(self, action: str) -> StepResult:
-        if self.task is None or self._done:
-            raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
-        action = utf8_action(action)
-        parsed: ParsedAction | ActionError = (
-            parse_action(action)
-            if isinstance(action, str)
-            else ActionError(f"an action must be a string, got {type(action).__name__}")
-        )
+    def _apply(self, action: object) -> ActionOutcome:
+        parsed: ParsedAction | ActionError = parse_text_action(action, parse_action)
         page = (
             next_page(self.catalog, self.page, self._rendered.labels, parsed)
             if isinstance(parsed, ParsedAction)
             else None
         )
-        self.elapsed_steps += 1
-        truncated = self.max_steps is not None and self.elapsed_steps >= self.max_steps
-        info: dict[str, Any] = {"task": self.task, "task_id": self.task.id, "source": "real"}
         if page is None:
             error = parsed if isinstance(parsed, ActionError) else self._error(parsed)
             # The page is unchanged, as in WebShop; a domain's feedback would show on the Markov text.
             feedback = self.domain.invalid_action_feedback(self.state, error)
             observation = self.observation if feedback == self.state else feedback
-            self._done = truncated
-            info.update(action_valid=False, error=error.message, score=0.0, won=False, state=self.state)
-            info["admissible_actions"] = self.admissible_actions()
-            info["abstract_state"] = self.abstract_state
-            return observation, 0.0, False, truncated, info
+            info = {"action_valid": False, "error": error.message, "score": 0.0, "won": False}
+            return ActionOutcome(observation, 0.0, False, info)
         reward, terminated, score = 0.0, False, 0.0
         if page.kind == "done":
             assert self.goal is not None
@@ -284,24 +238,13 @@ class WebShopRefEnv(gym.Env[str, str]):
                 self.catalog.products[page.item], dict(page.selection), self.goal
             )
             score, terminated = self.last_score.value, True
-            reward = score if self.reward_mode == "score" else float(self.last_score.won)
+            reward = self.reward_of(score, self.last_score.won)
         self._show(page, score)
-        self._done = terminated or truncated
-        info.update(action_valid=True, score=score, won=terminated and score >= 1.0 - 1e-9, state=self.state)
-        info["admissible_actions"] = self.admissible_actions()
-        info["abstract_state"] = self.abstract_state
-        if self.render_mode == "human":
-            print(f"> {action}\n{self.observation}")
-        return self.observation, reward, terminated, truncated and not terminated, info
+        self._print_step(action, self.observation)
+        info = {"action_valid": True, "score": score, "won": terminated and score >= 1.0 - 1e-9}
+        return ActionOutcome(self.observation, reward, terminated, info)
 
     def _error(self, parsed: ParsedAction) -> ActionError:
         return self.domain.validate_action(parsed, self.state) or ActionError(
             f"{parsed.text} does nothing on this page"
         )
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self.observation
-        if self.render_mode == "human":
-            print(self.observation)
-        return None

@@ -40,10 +40,6 @@ class BM25Index:
             idf = math.log((self.num_documents - len(ids) + 0.5) / (len(ids) + 0.5) + 1.0)
             self._postings[term] = (np.array(ids, dtype=np.intp), np.array(weights, dtype=np.float64) * idf)
 
-    @property
-    def vocabulary_size(self) -> int:
-        return len(self._postings)
-
     def scores(self, query: Sequence[str]) -> np.ndarray:
         """BM25 score of every document for ``query`` (each query token counts once per occurrence)."""
         hits = [self._postings[term] for term in query if term in self._postings]

@@ -1,31 +1,27 @@
-"""Everything generic on the ALFWorld pack: check_env, seeds, collect, the oracle, fidelity,
-grounding, the curriculum's generator, the RL adapters and ``dreamgym demo``."""
+"""The generic machinery on ALFWorld where the pack has its own cases: the oracle with errors, the
+curriculum's generator, the RL adapters, ``dreamgym demo`` past four steps and the rubric reward.
+
+What every pack must do (check_env, seeds, collect, the oracle, fidelity, grounding, the demo) is
+in ``tests/envs/test_packs.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import pytest
-from gymnasium.utils.env_checker import check_env
 
-from dreamgym_env.agents import make_policy
-from dreamgym_env.agents.rollouts import collect, collect_trajectories
-from dreamgym_env.bench.fidelity import measure_fidelity, reference_transitions
 from dreamgym_env.curriculum import EndpointChat, TaskGenerator
 from dreamgym_env.envs.alfworld.domain import ALFWorldDomain
 from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
-from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer, ok
-from dreamgym_env.types import Task, Trajectory, Transition
-from dreamgym_env.wrappers.replay_grounding import ReplayGrounding
+from dreamgym_env.types import Task, Transition
 
 DOMAIN = get_domain("alfworld")
 HORIZON = DOMAIN.max_episode_steps
@@ -37,11 +33,6 @@ def oracle() -> Iterator[OracleExperienceModel]:
     model = OracleExperienceModel(DOMAIN)
     yield model
     model.close()
-
-
-@pytest.fixture(scope="module")
-def test_tasks() -> list[Task]:
-    return list(DOMAIN.tasks("test")[:6])
 
 
 def play(env: gym.Env, task: Task, policy: Any) -> tuple[list[tuple[str, str, float]], dict[str, Any]]:
@@ -56,48 +47,9 @@ def play(env: gym.Env, task: Task, policy: Any) -> tuple[list[tuple[str, str, fl
     return steps, info
 
 
-def test_check_env_passes_on_both_ids(oracle):
-    assert isinstance(DOMAIN, ALFWorldDomain) and DOMAIN.state_schema is ALFWorldState
-    check_env(gym.make("DreamGym/ALFWorld-v0", experience_model=oracle).unwrapped, skip_render_check=True)
-    check_env(gym.make("DreamGym/ALFWorld-Ref-v0").unwrapped, skip_render_check=True)
-
-
-def test_seeds_reproduce_rooms_tasks_and_episodes():
-    def episode(seed: int) -> list[Any]:
-        env = gym.make("DreamGym/ALFWorld-Ref-v0")
-        observation, info = env.reset(seed=seed)
-        policy = make_policy("noisy", DOMAIN, seed=seed, epsilon=0.5)
-        out: list[Any] = [info["task_id"], observation]
-        for _ in range(8):
-            observation, reward, terminated, truncated, info = env.step(policy(observation, info))
-            out.append((observation, reward, info["admissible_actions"]))
-            if terminated or truncated:
-                break
-        return out
-
-    assert episode(3) == episode(3)
-    assert episode(3)[:2] != episode(4)[:2]
+def test_a_fresh_pack_builds_the_same_rooms():
     again = [ALFWorldDomain().tasks("train")[i] for i in (0, 1000)]
-    assert again == [DOMAIN.tasks("train")[i] for i in (0, 1000)]  # the same rooms from a fresh pack
-
-
-def test_collect_with_the_expert(tmp_path: Path):
-    summary = collect("alfworld", "expert", 8, tmp_path / "alfworld.jsonl", progress=False)
-    assert summary.domain == "alfworld" and summary.episodes == 8 and summary.success_rate == 1.0
-    lines = (tmp_path / "alfworld.jsonl").read_text().splitlines()
-    assert len(lines) == 8 and all(Trajectory.model_validate_json(line).won for line in lines)
-
-
-@pytest.mark.parametrize("state_mode", ["text", "structured"])
-def test_the_expert_wins_through_the_oracle(oracle, test_tasks, state_mode):
-    synthetic = DreamEnv(DOMAIN, oracle, max_steps=HORIZON, history_len=HORIZON, state_mode=state_mode)
-    reference = DOMAIN.make_reference_env(split="test", max_steps=HORIZON)
-    for task in test_tasks[:3]:
-        dreamed, info = play(synthetic, task, DOMAIN.expert_policy())
-        real, _ = play(reference, task, DOMAIN.expert_policy())
-        assert dreamed == real and info["won"]
-        # structured mode lists the room's commands from the abstract state; text mode has none
-        assert ("admissible_actions" in info) == (state_mode == "structured")
+    assert again == [DOMAIN.tasks("train")[i] for i in (0, 1000)]
 
 
 def test_the_oracle_with_errors_keeps_episodes_going():
@@ -115,46 +67,6 @@ def test_the_oracle_with_errors_keeps_episodes_going():
             done = terminated or truncated
     assert model.stats["corrupted_action"] + model.stats["corrupted_task"] > 0
     model.close()
-
-
-@pytest.fixture(scope="module")
-def structured_trajectories(test_tasks) -> list[Trajectory]:
-    env = DOMAIN.make_reference_env(split="test", max_steps=HORIZON)
-    noisy = make_policy("noisy", DOMAIN, seed=1, epsilon=0.3)
-    return collect_trajectories(env, noisy, 6, tasks=test_tasks, progress=False, state_mode="structured")
-
-
-def test_fidelity_per_field_on_structured_transitions(structured_trajectories):
-    transitions = reference_transitions(structured_trajectories, DOMAIN, history_len=HORIZON)
-    assert len(transitions) > 40
-    perfect = measure_fidelity(OracleExperienceModel(DOMAIN), transitions, domain=DOMAIN)
-    assert set(perfect.fields) == set(ALFWorldState.model_fields)
-    assert min(perfect.fields.values()) == 1.0 and perfect.exact_match == perfect.kind_agreement == 1.0
-    noisy = measure_fidelity(
-        OracleExperienceModel(DOMAIN, error_rate=0.3, seed=1), transitions, domain=DOMAIN
-    )
-    assert min(noisy.fields.values()) < 1.0 and noisy.exact_match < 1.0
-
-
-def test_replay_grounding_adds_k_demonstrations(oracle, test_tasks, structured_trajectories):
-    recorder = ScriptedExperienceModel(oracle.answer)
-    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
-    for trajectory in structured_trajectories:
-        buffer.add_trajectory(trajectory, source="offline")
-    env = ReplayGrounding(
-        DreamEnv(DOMAIN, recorder, history_len=HORIZON, state_mode="structured"), buffer, k=3
-    )
-    observation, info = env.reset(options={"task": test_tasks[0]})
-    expert = DOMAIN.expert_policy()
-    for _ in range(3):
-        observation, _, _, _, info = env.step(expert(observation, info))
-        assert info["demonstrations"] == 3
-    assert len(recorder.requests) == 3
-    assert all(len(r.demonstrations) == 3 and r.state_schema is not None for r in recorder.requests)
-    assert all(DOMAIN.parse_action(d.action).verb for r in recorder.requests for d in r.demonstrations)
-    env.close()
-    buffer.close()
-    recorder.close()
 
 
 def test_the_curriculum_generator_accepts_a_feasible_task_and_rejects_an_infeasible_one():
@@ -208,14 +120,6 @@ def run_demo_cli(monkeypatch: pytest.MonkeyPatch, max_steps: int) -> Any:
     monkeypatch.setattr(selection, "default_experience_model", lambda **_: OracleExperienceModel(DOMAIN))
     args = ["demo", "--domain", "alfworld", "--episodes", "1", "--max-steps", str(max_steps)]
     return CliRunner().invoke(app, args)
-
-
-def test_dreamgym_demo_domain_alfworld(monkeypatch: pytest.MonkeyPatch):
-    result = run_demo_cli(monkeypatch, 4)
-    assert result.exit_code == 0, result.output
-    text = result.output
-    assert "alfworld: structured states" in text and "alfworld-test-" in text
-    assert "go to" in text and "reward agreement" in text and "100%" in text
 
 
 def test_dreamgym_demo_domain_alfworld_past_four_steps(monkeypatch: pytest.MonkeyPatch):

@@ -319,9 +319,11 @@ def test_replay_is_deterministic_and_max_steps_truncates(task_of):
     env = WebArenaRefEnv(max_steps=3)
     task = task_of("gitlab.star")
     actions = ["click [3]", "scroll [down]", "hover [3]", "click [3]"]
-    first = env.replay(task, actions)
-    second = env.replay(task.id, actions)
+    first = env.replay_until_end(task, actions)  # the fourth action comes after the truncation
+    second = env.replay_until_end(task.id, actions)
     assert first[0] == second[0] and first[1]["task_id"] == task.id
+    with pytest.raises(ConfigurationError, match="ended after 3 of 4"):
+        env.replay(task, actions)  # replay takes every action or raises
     env.reset(options={"task": task})
     results = [env.step("hover [3]") for _ in range(3)]
     assert [r[3] for r in results] == [False, False, True]

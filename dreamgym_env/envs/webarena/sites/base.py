@@ -16,7 +16,6 @@ from functools import lru_cache
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 Value = str | bool
-INTERACTIVE_ROLES = frozenset({"link", "button", "textbox", "searchbox", "combobox", "option", "checkbox"})
 TEXT_ROLES = frozenset({"textbox", "searchbox"})
 
 
