@@ -211,7 +211,8 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         n = trained.get("n")
         lines += [
             f"## {n} held-out transitions (test tasks; seconds {evaluation.get('seconds')}; "
-            f"the base measured {evaluation.get('base_measured', 'in the same build')})",
+            f"the base measured {evaluation.get('base_measured', 'in the same build')}"
+            f"{'; the evaluation was stopped there, its last complete batch' if evaluation.get('stopped_after') else ''})",
             "",
             "| measure | base | trained | always 0 |",
             "|---|---|---|---|",
@@ -241,6 +242,34 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
             f"{row['outcome_agreement']:.2f} | {row['synthetic_success']:.2f} / {row['reference_success']:.2f} |"
         )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _stopped_evaluation(eval_file: Path, shipped: TrainedModel, config: BuildConfig) -> dict[str, Any] | None:
+    """The numbers of an evaluation of ``shipped`` that was stopped, from its last complete batch.
+
+    ``eval.json`` is rewritten after every batch (base and trained model on the same
+    transitions), so a stopped evaluation still compares like with like; it counts when it is
+    newer than the adapter it measured.
+    """
+    if shipped.adapter_gguf is None or not shipped.adapter_gguf.is_file() or not eval_file.is_file():
+        return None
+    if eval_file.stat().st_mtime < shipped.adapter_gguf.stat().st_mtime:
+        return None
+    results = json.loads(eval_file.read_text(encoding="utf-8"))
+    if len(results) != 2:  # a trained-only run leaves the base to the manifest; not adopted here
+        return None
+    base, trained = results
+    n = trained["report"]["n"]
+    return {
+        "base": _summary(base["report"]),
+        "trained": _summary(trained["report"]),
+        "seconds": {"base": base["seconds"], "trained": trained["seconds"]},
+        "seed": trained["seed"],
+        "adapter_sha256": shipped.adapter_sha256,
+        "base_measurement": {**config.base_measurement(shipped.prompt_fingerprint or ""), "n": n},
+        "base_measured": "in this build",
+        "stopped_after": n,
+    }
 
 
 def _base_measurement(trained: TrainedModel) -> dict[str, Any] | None:
@@ -422,6 +451,15 @@ def build_pack_model(
             json.dumps(evaluation["rollouts"], indent=2) + "\n", encoding="utf-8"
         )
         logger.info("rollouts: done in %.0f s", time.perf_counter() - started)
+    if "report" in stages and "eval" not in stages and not measured:
+        stopped = _stopped_evaluation(eval_file, shipped, config)
+        if stopped is not None:  # an evaluation stopped early: its last complete batch
+            logger.info(
+                "report: a stopped evaluation's %d transitions (%s)", stopped["trained"]["n"], eval_file
+            )
+            evaluation.update(stopped)
+            shipped = replace(shipped, evaluation=evaluation)
+            shipped.save()
     if "report" in stages:
         begin("report", f"{target / REPORT_NAME}")
         if not evaluation:

@@ -13,7 +13,7 @@ from dreamgym_env.envs.models import pack_trained_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.experience.trained import file_sha256
 
-SHIPPED = ("webshop", "alfworld")
+SHIPPED = ("webshop", "alfworld", "webarena")
 """The built-in packs that ship a trained model (docs/experience-models.md says why the others do not yet)."""
 BUILT_IN = ("webshop", "alfworld", "webarena")
 MAX_ADAPTER_MB = 20

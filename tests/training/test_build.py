@@ -32,7 +32,13 @@ def fake_compare(calls: list[list[str]]):
         ][-len(specs):]  # fmt: skip
         results = [
             SimpleNamespace(
-                seconds=10.0, report=SimpleNamespace(to_dict=lambda r=r: r, **r), to_dict=lambda r=r: r
+                seconds=10.0,
+                report=SimpleNamespace(to_dict=lambda r=r: r, **r),
+                to_dict=lambda r=r: {
+                    "seconds": 10.0,
+                    "seed": seed,
+                    "report": r,
+                },  # EvalResult.to_dict's shape
             )
             for r in reports
         ]
@@ -120,7 +126,7 @@ def test_eval_and_report_write_the_table_beside_always_0_and_are_kept_on_a_rerun
     report = (work / "pack" / REPORT_NAME).read_text()
     assert "| reward agreement | 0.25 | 1.00 | 0.90 |" in report
     assert "| episode-end agreement | 0.50 | 0.75 | 0.80 |" in report
-    assert json.loads((work / "eval.json").read_text())[1]["valid"] == 1.0
+    assert json.loads((work / "eval.json").read_text())[1]["report"]["valid"] == 1.0
     with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
         build_pack_model("webshop", work, config, install=work / "pack", stages=("eval",))
     assert len(calls) == 1 and "measured on this adapter already, kept" in caplog.text
@@ -174,3 +180,27 @@ def test_episode_ends_are_weighted_in_training(built, config, tmp_path):
     assert trained.stats["epochs"] == round(1 / (len(rows) + 2 * ends), 2)
     with pytest.raises(ConfigurationError, match="end_weight"):
         BuildConfig(end_weight=0)
+
+
+def test_a_stopped_evaluation_is_reported_from_its_last_complete_batch(built, config, monkeypatch):
+    work, _ = built
+    install = work / "stopped"
+    calls: list[list[str]] = []
+
+    def stopped_compare(specs, *, n, domain, seed, on_batch):
+        fake_compare(calls)(specs, n=2, domain=domain, seed=seed, on_batch=on_batch)  # one batch of two
+        raise KeyboardInterrupt  # the build was stopped during the next batch
+
+    monkeypatch.setattr(evaluate, "compare_models", stopped_compare)
+    with pytest.raises(KeyboardInterrupt):
+        build_pack_model("webshop", work, config, install=install, stages=("export", "eval"))
+    assert TrainedModel.load(install).evaluation == {}
+    shipped = build_pack_model("webshop", work, config, install=install, stages=("report",))
+    assert (
+        shipped.evaluation["stopped_after"] == 2 and shipped.evaluation["trained"]["reward_agreement"] == 1.0
+    )
+    assert shipped.evaluation["adapter_sha256"] == shipped.adapter_sha256
+    assert "the evaluation was stopped there" in (install / REPORT_NAME).read_text()
+    build_pack_model("webshop", work, config, install=install, stages=("export",))  # a newer adapter
+    again = build_pack_model("webshop", work, config, install=install, stages=("report",))
+    assert "stopped_after" not in again.evaluation and "trained" not in again.evaluation
