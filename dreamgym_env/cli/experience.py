@@ -1,4 +1,4 @@
-"""``dreamgym experience dataset|train|eval``: train an experience model from a domain's reference env.
+"""``dreamgym experience dataset|train|distill|eval|build``: train an experience model from a domain's reference env.
 
 :data:`experience_app` is the Typer group the ``dreamgym`` command mounts with
 ``app.add_typer(experience_app, name="experience")``; the work is done by
@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Annotated, cast
@@ -123,6 +124,59 @@ def train_command(
         f"{stats['tokens']} tokens in {stats['seconds']:.0f} s ({stats['tokens_per_s']} tokens/s, {stats['device']}); "
         f"loss {stats['first_loss']} -> {stats['final_loss']}; "
         f"GGUF adapter: {trained.adapter_gguf or 'none (architecture not supported)'}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@experience_app.command("distill")
+def distill_command(
+    data: Annotated[
+        Path, typer.Option(help="Dataset JSONL (`dreamgym experience dataset`; thousands of rows).")
+    ],
+    out: Annotated[
+        Path, typer.Option(help="Output directory (tokenizer, checkpoints, model, model.gguf, manifest).")
+    ],
+    size: Annotated[str, typer.Option(help="Model size: xs (1.3M parameters), s (4.5M), m (13M).")] = "s",
+    vocab_size: Annotated[
+        int, typer.Option(min=300, help="Tokens of the BPE tokenizer trained on the data.")
+    ] = 4096,
+    max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 600,
+    batch_size: Annotated[int, typer.Option(min=1, help="Examples per step.")] = 16,
+    learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 3e-3,
+    end_weight: Annotated[
+        int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
+    ] = 4,
+    seed: Annotated[int, typer.Option(help="Seed of the data order and the initialisation.")] = 0,
+    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: torch's).")] = None,
+    max_minutes: Annotated[
+        float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
+    ] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
+) -> None:
+    """Train a small experience model from scratch on a pack's transitions (fast on a CPU; served alone)."""
+    from dreamgym_env.training.distill import DEFAULT_DISTILL_CONFIG, distill_experience_model
+
+    config = dataclasses.replace(
+        DEFAULT_DISTILL_CONFIG,
+        max_steps=max_steps,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        end_weight=end_weight,
+        seed=seed,
+        threads=threads,
+        max_minutes=max_minutes,
+    )
+    trained = distill_experience_model(
+        data, out, size=size, vocab_size=vocab_size, config=config, resume=resume
+    )
+    stats = trained.stats
+    console.print(
+        f"{out}: a {trained.config['parameters'] / 1e6:.1f}M-parameter model, {stats['steps']} steps on "
+        f"{stats['examples']} examples ({stats['epochs']} epochs), {stats['tokens']} tokens in "
+        f"{stats['seconds']:.0f} s ({stats['tokens_per_s']} tokens/s, {stats['device']}); "
+        f"loss {stats['first_loss']} -> {stats['final_loss']}; GGUF: {trained.model_gguf}",
         markup=False,
         highlight=False,
         soft_wrap=True,

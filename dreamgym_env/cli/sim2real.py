@@ -33,7 +33,10 @@ def sim2real_command(
     ] = None,
     model: Annotated[
         str,
-        typer.Option(help="Experience model: 'oracle' (with --error-rates), 'endpoint', 'local' or 'auto'."),
+        typer.Option(
+            help="Experience model: 'oracle' (with --error-rates), 'endpoint', 'local', 'auto', or a name "
+            "such as 'local:<trained or distilled directory>'."
+        ),
     ] = "oracle",
     error_rates: Annotated[
         str, typer.Option(help="Comma-separated error rates of the oracle, e.g. 0,0.05,0.1,0.2,0.4.")

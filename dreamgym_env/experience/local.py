@@ -104,6 +104,7 @@ class LocalSettings:
     max_output_reasks: int = DEFAULT_MAX_OUTPUT_REASKS
     timeout_s: float | None = None
     lora_adapter: str | None = None
+    system_prompt: bool = True
 
     def __post_init__(self) -> None:
         for name in ("n_ctx", "n_parallel", "n_threads", "max_tokens"):
@@ -401,8 +402,11 @@ class LocalExperienceModel(ExperienceModel):
         """Evaluate a domain's system prompt in every slot now (loading the weights if needed).
 
         Later requests of that domain and mode reuse it from the KV cache instead of each slot
-        evaluating it on its first request; optional, it only moves that cost earlier.
+        evaluating it on its first request; optional, it only moves that cost earlier. A no-op
+        for a model that reads no system prompt.
         """
+        if not self.settings.system_prompt:
+            return
         system = system_prompt(domain_prompt, state_schema)
         body = {
             "messages": [{"role": "system", "content": system}, {"role": "user", "content": "#"}],
@@ -445,6 +449,8 @@ class LocalExperienceModel(ExperienceModel):
 
     async def _predict_one(self, request: ExperienceRequest) -> Transition:
         base = messages(request.prompt, request)
+        if not self.settings.system_prompt:
+            base = [message for message in base if message["role"] != "system"]
         context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
         answer_schema = answer_state_schema(request)
         judge = AnswerJudge(

@@ -31,6 +31,14 @@ from dreamgym_env.types import DomainPrompt
 MANIFEST_NAME: Final = "dreamgym-experience.json"
 ADAPTER_DIR: Final = "adapter"
 ADAPTER_GGUF: Final = "adapter.gguf"
+MODEL_GGUF: Final = "model.gguf"
+"""A distilled model's whole weights and tokenizer (no base): ``dreamgym experience distill``."""
+DISTILLED_SLOTS: Final = 16
+"""Slots a distilled model runs (a 16-env vector env's step decoded together); its KV cache is small."""
+DISTILLED_CONTEXT: Final = 4096
+"""A distilled model's context window where its manifest records none."""
+DISTILLED_BASE: Final = "distilled"
+"""The ``base`` of a distilled model's manifest: it was trained from scratch, not adapted."""
 
 
 class PromptedPack(Protocol):
@@ -82,6 +90,12 @@ class TrainedModel:
     """What the training data were (file, SHA-256, examples per policy, tasks), where recorded."""
     evaluation: dict[str, Any] = field(default_factory=dict)
     """The held-out measurements of ``dreamgym experience build``, where recorded."""
+    model_gguf: Path | None = None
+    """A distilled model's GGUF (weights, tokenizer, chat template): it runs alone, without a base."""
+    model_sha256: str | None = None
+    system_prompt: bool = True
+    """Whether the model reads the system prompt; a distilled model learned the domain's rules
+    from data, so its requests leave it out (a constant prefix it would only pay for)."""
 
     @property
     def adapter_dir(self) -> Path:
@@ -93,6 +107,9 @@ class TrainedModel:
             "base_gguf": str(self.base_gguf) if self.base_gguf else None,
             "adapter_gguf": self.adapter_gguf.name if self.adapter_gguf else None,
             "adapter_sha256": self.adapter_sha256,
+            "model_gguf": self.model_gguf.name if self.model_gguf else None,
+            "model_sha256": self.model_sha256,
+            "system_prompt": self.system_prompt,
             "domain": self.domain,
             "state_mode": self.state_mode,
             "prompt_fingerprint": self.prompt_fingerprint,
@@ -128,6 +145,9 @@ class TrainedModel:
             adapter_sha256=payload.get("adapter_sha256"),
             data=payload.get("data", {}),
             evaluation=payload.get("evaluation", {}),
+            model_gguf=directory / payload["model_gguf"] if payload.get("model_gguf") else None,
+            model_sha256=payload.get("model_sha256"),
+            system_prompt=bool(payload.get("system_prompt", True)),
         )
 
     @classmethod
@@ -153,11 +173,15 @@ class TrainedModel:
             return (
                 f"it was trained on prompt {self.prompt_fingerprint}, the {pack.name!r} pack's is now {now}"
             )
-        if self.adapter_sha256 is not None and self.adapter_gguf is not None:
-            if not self.adapter_gguf.is_file():
-                return f"its adapter {self.adapter_gguf.name} is missing"
-            if file_sha256(self.adapter_gguf) != self.adapter_sha256:
-                return f"its adapter {self.adapter_gguf.name} is not the file its manifest records"
+        for what, path, sha256 in (
+            ("adapter", self.adapter_gguf, self.adapter_sha256),
+            ("model", self.model_gguf, self.model_sha256),
+        ):
+            if sha256 is not None and path is not None:
+                if not path.is_file():
+                    return f"its {what} {path.name} is missing"
+                if file_sha256(path) != sha256:
+                    return f"its {what} {path.name} is not the file its manifest records"
         return None
 
     def warn_if_stale(self, pack: PromptedPack, state_mode: str | None = None) -> bool:
@@ -172,7 +196,14 @@ class TrainedModel:
         return reason is not None
 
     def local_settings(self) -> dict[str, Any]:
-        """The :class:`~dreamgym_env.experience.local.LocalExperienceModel` arguments that serve it (base and GGUF adapter)."""
+        """The :class:`~dreamgym_env.experience.local.LocalExperienceModel` arguments that serve it (base and GGUF adapter, or the distilled model)."""
+        if self.model_gguf is not None:  # small: many slots are cheap; its context is what it was trained for
+            return {
+                "model_path": str(self.model_gguf),
+                "system_prompt": self.system_prompt,
+                "n_parallel": DISTILLED_SLOTS,
+                "n_ctx": int(self.config.get("shape", {}).get("context", DISTILLED_CONTEXT)),
+            }
         if self.adapter_gguf is None:
             raise DataError(
                 f"{self.directory}: trained from a Hugging Face directory, so it has no GGUF adapter for "
@@ -197,4 +228,9 @@ class TrainedModel:
             if {"reward_agreement", "done_agreement", "n"} <= measured.keys()
             else ""
         )
-        return f"the {self.domain} pack's trained adapter on {self.base} ({self.stats.get('steps', '?')} steps{numbers})"
+        what = (
+            f"distilled model ({self.config.get('size', '?')})"
+            if self.model_gguf is not None
+            else f"trained adapter on {self.base}"
+        )
+        return f"the {self.domain} pack's {what} ({self.stats.get('steps', '?')} steps{numbers})"

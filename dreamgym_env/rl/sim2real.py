@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import gymnasium as gym
 import numpy as np
@@ -34,6 +34,7 @@ from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.trained import TrainedModel
 from dreamgym_env.types import Task
 from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS
 
@@ -76,7 +77,9 @@ class Sim2RealConfig:
     ``model``: ``"oracle"`` (the reference env behind the experience-model interface, corrupted
     at each of ``error_rates``), or an LLM backend: ``"endpoint"`` (configured by
     ``DREAMGYM_BASE_URL`` ...), ``"local"`` (the embedded model) or ``"auto"`` (the default
-    choice); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on the
+    choice), or any name the envs take (``"local:<trained or distilled directory>"``,
+    ``"endpoint:<model>"``); a trained model's synthetic env speaks the state mode it learned
+    (:func:`synthetic_settings`); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on the
     domain's shaped score (where its reference env has one, ``Domain.reward_modes``),
     ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one
     and its reference env pays it at the episode's end (:func:`score_paid_at_end`: the
@@ -103,7 +106,7 @@ class Sim2RealConfig:
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", self.algo, ALGOS)
-        if self.model not in MODEL_KINDS:
+        if self.model.partition(":")[0] not in MODEL_KINDS:
             raise UnknownNameError("experience model kind", self.model, MODEL_KINDS)
         modes = get_domain(self.domain).reward_modes
         if self.reward is None:
@@ -200,13 +203,14 @@ def make_experience_model(
 ) -> ExperienceModel:
     """The experience model of a run: the oracle at ``error_rate`` (with ``reward``), or an LLM backend.
 
-    ``kind``: ``"oracle"``, ``"endpoint"``, ``"local"`` or ``"auto"`` (see :class:`Sim2RealConfig`).
+    ``kind``: ``"oracle"``, ``"endpoint"``, ``"local"``, ``"auto"`` or a model name such as
+    ``"local:<directory>"`` (see :class:`Sim2RealConfig`).
     """
     if kind == "oracle":
         from dreamgym_env.envs.oracle import OracleExperienceModel
 
         return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs={"reward": reward})
-    if kind not in MODEL_KINDS:
+    if kind.partition(":")[0] not in MODEL_KINDS:
         raise UnknownNameError("experience model kind", kind, MODEL_KINDS)
     from dreamgym_env.envs.models import experience_model_for
     from dreamgym_env.envs.registry import get_domain
@@ -239,11 +243,18 @@ class SyntheticSettings:
 
 
 def synthetic_settings(config: Sim2RealConfig) -> SyntheticSettings:
-    """The synthetic env's state mode and history length for ``config``'s domain and model."""
+    """The synthetic env's state mode and history length for ``config``'s domain and model.
+
+    A trained model named by its directory (``local:<dir>``) gets the state mode it was trained on.
+    """
     domain = get_domain(config.domain)
     tasks = list(domain.tasks("train")[:1])
     listed = bool(tasks) and domain.admissible_actions(tasks[0].initial_state) is not None
     mode: StateMode = "structured" if domain.state_schema is not None and not listed else "text"
+    kind, _, name = config.model.partition(":")
+    trained = TrainedModel.find(Path(name).expanduser()) if kind == "local" and name else None
+    if trained is not None and trained.state_mode in ("text", "structured"):
+        mode = cast(StateMode, trained.state_mode)
     history_len = DEFAULT_HISTORY_LEN
     if config.model == "oracle" and not _restorable(config):
         history_len = max(DEFAULT_HISTORY_LEN, domain.max_episode_steps)

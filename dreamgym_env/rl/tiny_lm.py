@@ -8,7 +8,7 @@ useful in a few steps; it shows that the pipeline runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from dreamgym_env.errors import ConfigurationError
@@ -20,10 +20,21 @@ CHAT_TEMPLATE = (
 )
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
+def train_tokenizer(
+    texts: Iterable[str],
+    vocab_size: int = 512,
+    *,
+    special_tokens: Sequence[str] = SPECIAL_TOKENS,
+    pad_token: str = "<pad>",
+    eos_token: str = "</s>",
+    bos_token: str | None = "<s>",
+    unk_token: str | None = "<unk>",
+    chat_template: str = CHAT_TEMPLATE,
+) -> Any:
     """A byte-level BPE tokenizer trained on ``texts``, as a ``PreTrainedTokenizerFast``.
 
-    Pad, BOS, EOS and UNK are set, and a plain chat template (``role: content`` lines).
+    By default pad, BOS, EOS and UNK are set, and a plain chat template (``role: content``
+    lines); ``special_tokens`` (which hold the named ones) get the first ids.
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -31,20 +42,29 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 512) -> Any:
     corpus = [t for t in texts if t]
     if not corpus:
         raise ConfigurationError("train_tokenizer needs at least one non-empty text")
-    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    named = [t for t in (pad_token, eos_token, bos_token, unk_token) if t is not None]
+    if not set(named) <= set(special_tokens):
+        raise ConfigurationError(
+            f"the named tokens {named} must be among special_tokens {list(special_tokens)}"
+        )
+    tokenizer = Tokenizer(models.BPE(unk_token=unk_token))
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+        tokenizer_object=tokenizer,
+        pad_token=pad_token,
+        bos_token=bos_token,
+        eos_token=eos_token,
+        unk_token=unk_token,
     )
-    fast.chat_template = CHAT_TEMPLATE
+    fast.chat_template = chat_template
     return fast
 
 

@@ -18,6 +18,7 @@ would need the same permutation.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Final
 
@@ -104,3 +105,64 @@ def read_lora_gguf(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     # GGUF stores dimensions innermost first; numpy's shape is the reverse.
     tensors = {t.name: t.data.reshape(tuple(int(d) for d in reversed(t.shape))) for t in reader.tensors}
     return metadata, tensors
+
+
+def write_model_gguf(model: Any, tokenizer: Any, path: str | Path) -> int:
+    """Write a whole Qwen2 ``model`` with its byte-level BPE ``tokenizer`` and chat template as GGUF; returns its tensor count.
+
+    As llama.cpp's ``convert_hf_to_gguf.py`` writes a Qwen2 model: the architecture's
+    hyper-parameters, the tokenizer as ``gpt2`` tokens and merges (the ``qwen2`` pre-tokenizer:
+    the byte-level split the ``tokenizers`` library trains with), the chat template, matrices
+    in float16 and norms and biases in float32 (llama.cpp's CPU kernels need those in float32).
+    A tied output layer is left out: llama.cpp then reads the token embeddings.
+    """
+    import gguf
+    import numpy as np
+
+    config = model.config
+    if str(config.model_type) != "qwen2":
+        raise ConfigurationError(f"only Qwen2 models are written whole, got {config.model_type!r}")
+    spec = json.loads(tokenizer.backend_tokenizer.to_str())
+    if spec["model"]["type"] != "BPE":
+        raise ConfigurationError(f"only byte-level BPE tokenizers are written, got {spec['model']['type']!r}")
+    tokens = [""] * len(tokenizer)
+    for text, index in tokenizer.get_vocab().items():
+        tokens[index] = text
+    special = {index for index, token in tokenizer.added_tokens_decoder.items() if token.special}
+    writer = gguf.GGUFWriter(str(path), "qwen2")
+    writer.add_context_length(int(config.max_position_embeddings))
+    writer.add_embedding_length(int(config.hidden_size))
+    writer.add_block_count(int(config.num_hidden_layers))
+    writer.add_feed_forward_length(int(config.intermediate_size))
+    writer.add_head_count(int(config.num_attention_heads))
+    writer.add_head_count_kv(int(config.num_key_value_heads))
+    writer.add_rope_freq_base(float(config.rope_parameters["rope_theta"]))
+    writer.add_layer_norm_rms_eps(float(config.rms_norm_eps))
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(
+        [gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL for i in range(len(tokens))]
+    )
+    writer.add_token_merges([m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]])
+    writer.add_eos_token_id(int(tokenizer.eos_token_id))
+    writer.add_pad_token_id(int(tokenizer.pad_token_id))
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(str(tokenizer.chat_template))
+    name_map = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, int(config.num_hidden_layers))
+    count = 0
+    for key, tensor in model.state_dict().items():
+        if key == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        target = name_map.get_name(key, try_suffixes=(".weight", ".bias"))
+        if target is None:
+            raise DataError(f"no GGUF name for {key!r} in architecture 'qwen2'")
+        values = tensor.detach().cpu().float().numpy()
+        writer.add_tensor(target, values.astype(np.float16 if values.ndim == 2 else np.float32))
+        count += 1
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return count

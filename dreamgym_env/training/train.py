@@ -183,29 +183,42 @@ def progress_callback(
     return Progress()
 
 
-def train_experience_model(
-    data: str | Path,
-    base: str,
-    out: str | Path,
-    config: TrainConfig | None = None,
-    *,
-    resume: bool = False,
-    progress: bool = True,
-) -> TrainedModel:
-    """Fine-tune ``base`` with LoRA on the train rows of the dataset ``data``; write to ``out``.
+@dataclass(frozen=True)
+class SftRun:
+    """What one :func:`fit_sft` run did: the trained model, its trainer state and its cost."""
 
-    With ``resume`` the run continues from the last checkpoint in ``out`` (same data and
-    config). Returns the manifest, with the stats: steps, examples, tokens, seconds, tokens
-    per second and the final training loss.
-    """
-    import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import PrinterCallback
-    from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTConfig, SFTTrainer
+    model: Any
+    steps: int
+    tokens: int
+    seconds: float
+    """The whole run's training seconds (a resumed run's earlier ones included)."""
+    tokens_per_s: float | None
+    losses: list[float]
+    train_loss: float | None
+    episode_ends: int
+    epochs: float
+    resumed_from: str | None
 
-    config = config or TrainConfig()
+    def stats(self, examples: int, device: str) -> dict[str, Any]:
+        """The manifest's ``stats``."""
+        return {
+            "steps": self.steps,
+            "examples": examples,
+            "episode_ends": self.episode_ends,
+            "epochs": self.epochs,
+            "tokens": self.tokens,
+            "seconds": round(self.seconds, 1),
+            "tokens_per_s": self.tokens_per_s,
+            "first_loss": self.losses[0] if self.losses else None,
+            "final_loss": self.losses[-1] if self.losses else None,
+            "train_loss": self.train_loss,
+            "device": device,
+            "resumed_from": self.resumed_from,
+        }
+
+
+def check_rows(data: str | Path) -> tuple[list[dict[str, Any]], str, str | None, str | None]:
+    """The train rows of ``data`` with their one domain, state mode and prompt fingerprint."""
     rows = read_examples(data, split="train")
     if not rows:
         raise DataError(f"{data} has no train examples")
@@ -218,15 +231,36 @@ def train_experience_model(
     if len(prompts) != 1:
         raise DataError(f"{data} mixes state modes or prompts {sorted(map(str, prompts))}: build it again")
     ((state_mode, fingerprint),) = prompts
-    out = Path(out)
+    return rows, str(next(iter(domains))), state_mode, fingerprint
+
+
+def fit_sft(
+    model: Any,
+    tokenizer: Any,
+    rows: list[dict[str, Any]],
+    out: Path,
+    config: TrainConfig,
+    *,
+    peft_config: Any = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> SftRun:
+    """Train ``model`` on ``rows`` with TRL's ``SFTTrainer`` (loss on the answers), checkpoints in ``out``.
+
+    ``peft_config``: a PEFT config (a LoRA adapter is trained), or ``None`` (every weight is).
+    With ``resume`` the run continues from the last checkpoint in ``out``.
+    """
+    import torch
+    from datasets import Dataset
+    from transformers import PrinterCallback
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTConfig, SFTTrainer
+
     checkpoints = out / CHECKPOINT_DIR
     last = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
     if resume and last is None:
         raise ConfigurationError(f"nothing to resume: no checkpoint in {checkpoints}")
     gpu = torch.cuda.is_available()
-    if config.threads is not None:
-        torch.set_num_threads(config.threads)
-    model, tokenizer = load_base(base, dtype=torch.bfloat16 if gpu else torch.float32)
     ends = [row for row in rows if ends_episode(row)]
     weighted = rows + ends * (config.end_weight - 1)
     dataset = Dataset.from_list(
@@ -236,6 +270,8 @@ def train_experience_model(
         output_dir=str(checkpoints),
         max_steps=config.max_steps,
         per_device_train_batch_size=config.batch_size,
+        # batches of examples of about the same length: less padding to compute through
+        train_sampling_strategy="group_by_length" if config.batch_size > 1 else "random",
         gradient_accumulation_steps=config.grad_accum,
         learning_rate=config.learning_rate,
         warmup_steps=config.warmup_steps,
@@ -254,21 +290,13 @@ def train_experience_model(
         bf16=gpu,
         dataloader_num_workers=0,
     )
-    lora = LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.target_modules),
-        bias="none",
-        task_type="CAUSAL_LM",
-    )
     seconds_before, tokens_before = _checkpoint_progress(Path(last)) if resume and last else (0.0, 0)
     trainer = SFTTrainer(
         model=model,
         args=args,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=lora,
+        peft_config=peft_config,
         callbacks=[
             progress_callback(
                 config.max_steps,
@@ -282,8 +310,58 @@ def train_experience_model(
     started = time.perf_counter()
     result = trainer.train(resume_from_checkpoint=last if resume else None)
     seconds = time.perf_counter() - started
+    state = trainer.state
+    tokens = int(state.num_input_tokens_seen or 0)
+    return SftRun(
+        model=trainer.model,
+        steps=int(state.global_step),
+        tokens=tokens,
+        seconds=seconds_before + seconds,
+        tokens_per_s=round((tokens - tokens_before) / seconds, 1) if seconds > 0 else None,
+        losses=[entry["loss"] for entry in state.log_history if "loss" in entry],
+        train_loss=float(result.training_loss) if math.isfinite(result.training_loss) else None,
+        episode_ends=len(ends),
+        epochs=round(state.global_step * config.batch_size * config.grad_accum / len(weighted), 2),
+        resumed_from=Path(last).name if resume and last else None,
+    )
+
+
+def train_experience_model(
+    data: str | Path,
+    base: str,
+    out: str | Path,
+    config: TrainConfig | None = None,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+) -> TrainedModel:
+    """Fine-tune ``base`` with LoRA on the train rows of the dataset ``data``; write to ``out``.
+
+    With ``resume`` the run continues from the last checkpoint in ``out`` (same data and
+    config). Returns the manifest, with the stats: steps, examples, tokens, seconds, tokens
+    per second and the final training loss.
+    """
+    import torch
+    from peft import LoraConfig
+
+    config = config or TrainConfig()
+    rows, domain, state_mode, fingerprint = check_rows(data)
+    out = Path(out)
+    gpu = torch.cuda.is_available()
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
+    model, tokenizer = load_base(base, dtype=torch.bfloat16 if gpu else torch.float32)
+    lora = LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    run = fit_sft(model, tokenizer, rows, out, config, peft_config=lora, resume=resume, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
-    adapted: Any = trainer.model  # the PEFT model
+    adapted: Any = run.model  # the PEFT model
     adapted.save_pretrained(out / ADAPTER_DIR)
     tokenizer.save_pretrained(out / ADAPTER_DIR)
     directory, gguf_file = resolve_base(base)
@@ -293,32 +371,15 @@ def train_experience_model(
     if arch in GGUF_ADAPTER_ARCHS:
         adapter_gguf = out / ADAPTER_GGUF
         write_lora_gguf(adapted, adapter_gguf, arch=arch)
-    state = trainer.state
-    tokens = int(state.num_input_tokens_seen or 0)
-    losses = [entry["loss"] for entry in state.log_history if "loss" in entry]
-    stats = {
-        "steps": int(state.global_step),
-        "examples": len(rows),
-        "episode_ends": len(ends),
-        "epochs": round(state.global_step * config.batch_size * config.grad_accum / len(weighted), 2),
-        "tokens": tokens,
-        "seconds": round(seconds_before + seconds, 1),
-        "tokens_per_s": round((tokens - tokens_before) / seconds, 1) if seconds > 0 else None,
-        "first_loss": losses[0] if losses else None,
-        "final_loss": losses[-1] if losses else None,
-        "train_loss": float(result.training_loss) if math.isfinite(result.training_loss) else None,
-        "device": "cuda" if gpu else "cpu",
-        "resumed_from": Path(last).name if resume and last else None,
-    }
     trained = TrainedModel(
         directory=out,
         base=base,
         base_gguf=base_gguf,
         adapter_gguf=adapter_gguf,
-        domain=str(next(iter(domains))),
+        domain=domain,
         train_task_ids=frozenset(str(row["task_id"]) for row in rows),
         config={**asdict(config), "target_modules": list(config.target_modules), "data": str(data)},
-        stats=stats,
+        stats=run.stats(len(rows), "cuda" if gpu else "cpu"),
         state_mode=state_mode,
         prompt_fingerprint=fingerprint,
         adapter_sha256=file_sha256(adapter_gguf) if adapter_gguf else None,
