@@ -5,10 +5,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # Dev/CI pins (torch CPU build) live in constraints.txt, not in the package metadata.
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt
-TEST_EXTRAS := dev,local,replay-st,sb3,rl,train,bench,postgres,ray,openenv
+TEST_EXTRAS := dev,local,replay-st,sb3,rl,train,bench,postgres,ray,openenv,docs
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint venv clean docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ test: venv
 	$(BIN)/mypy dreamgym_env
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The documentation site (mkdocs-material), built strictly into site/.
+docs: venv
+	$(PIP) -e ".[docs]"
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: venv
 	$(BIN)/ruff check dreamgym_env tests benchmarks examples
 	$(BIN)/lint-imports
@@ -36,4 +41,4 @@ lint: venv
 	$(BIN)/ruff format --check dreamgym_env
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache site

@@ -9,6 +9,8 @@ Failures of the outside world (a model endpoint, its output) are kept apart from
     ├── UnknownNameError            an unknown env id, domain, preset or task (suggests one)
     ├── DataError                   a data file (offline JSONL, buffer, model file) is unusable
     ├── WorkerLostError             a worker process holding sub-envs (a Ray actor) died
+    ├── RealServerError             a real-benchmark server could not be reached or answered an error
+    │   └── RealServerTimeoutError  it did not answer within the env's timeout
     └── ExperienceModelError        the experience model failed after its retries
         ├── ModelTransportError     the endpoint could not be reached or kept failing
         │   ├── ModelTimeoutError   every attempt timed out, or the request's deadline passed
@@ -91,6 +93,26 @@ class WorkerLostError(DreamGymError):
         super().__init__(message)
         self.sub_envs = list(sub_envs)
         self.completed = dict(completed or {})
+
+
+class RealServerError(DreamGymError):
+    """A real-benchmark server (an AgentGym env server) failed: unreachable, an error, or off-protocol.
+
+    Raised by the ``DreamGym/<X>-Real-v0`` envs (:mod:`dreamgym_env.envs.real`) instead of an
+    invented step: the message names the URL and how to start the server.
+
+    Attributes:
+        url: the URL of the request that failed.
+        status: the HTTP status of the answer (``None`` when no answer came).
+    """
+
+    def __init__(self, message: str, *, url: str = "", status: int | None = None) -> None:
+        super().__init__(message)
+        self.url, self.status = url, status
+
+
+class RealServerTimeoutError(RealServerError):
+    """The real-benchmark server did not answer within the env's ``timeout_s``."""
 
 
 class ExperienceModelError(DreamGymError):

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.testing import ScriptedExperienceModel, ScriptedOpenAIServer
+from dreamgym_env.testing import AgentGymServer, ScriptedExperienceModel, ScriptedOpenAIServer
 from dreamgym_env.types import ExperienceRequest, Task, Transition
 
 
@@ -97,3 +97,35 @@ def openenv_server() -> Iterator[Callable[..., str]]:
     for server, thread in running:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def agentgym_tasks(flavor: str) -> list[Task]:
+    """The tasks behind a stand-in AgentGym server's indices: WebShop's test tasks; ALFWorld's train
+    tasks, then its test tasks (AgentGym's games: mappings_train.json, then mappings_test.json)."""
+    if flavor == "webshop":
+        return list(get_domain("webshop").tasks("test"))
+    alfworld = get_domain("alfworld")
+    return [*alfworld.tasks("train"), *alfworld.tasks("test")]
+
+
+@pytest.fixture
+def agentgym_server() -> Iterator[Callable[[str], AgentGymServer]]:
+    """Starts stand-in AgentGym servers over the packs' reference envs: ``start("webshop")`` (or
+    ``"alfworld"``) returns one running, with :func:`agentgym_tasks` as its tasks; all stop after
+    the test. The WebShop env pays WebShop's score, as the real server does."""
+    running: list[AgentGymServer] = []
+
+    def start(flavor: str) -> AgentGymServer:
+        domain = get_domain(flavor)
+        kwargs = {"split": "test", "reward": "score"} if flavor == "webshop" else {}
+        server = AgentGymServer(
+            flavor,
+            lambda: domain.make_reference_env(**kwargs),
+            agentgym_tasks(flavor),
+        ).start()
+        running.append(server)
+        return server
+
+    yield start
+    for server in running:
+        server.close()

@@ -23,6 +23,7 @@ from dreamgym_env.envs.domain import (
 )
 from dreamgym_env.envs.registry import (
     get_domain,
+    real_id,
     reference_id,
     register_domain,
     registered_domains,
@@ -40,6 +41,7 @@ __all__ = [
     "Policy",
     "ReferenceEnv",
     "get_domain",
+    "real_id",
     "reference_id",
     "register_domain",
     "registered_domains",

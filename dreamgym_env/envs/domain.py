@@ -315,6 +315,15 @@ class Domain(ABC):
         """Return the programmatic ground-truth env of this domain (a :class:`ReferenceEnv`)."""
         raise ConfigurationError(f"domain {self.name!r} has no reference env")
 
+    def make_real_env(self, **kwargs: Any) -> gym.Env:
+        """Return an env that plays this domain on a running real-benchmark server (``-Real-v0``).
+
+        Its observation and action spaces and texts are the reference env's, so that
+        :class:`~dreamgym_env.wrappers.SimToReal` pairs it with the synthetic env
+        (:class:`~dreamgym_env.envs.real.RealServerEnv`, ``docs/real-servers.md``).
+        """
+        raise ConfigurationError(f"domain {self.name!r} has no real-server env")
+
     def expert_policy(self) -> Policy:
         """A fresh expert policy of this domain (for offline data and baselines)."""
         raise ConfigurationError(f"domain {self.name!r} has no expert policy")

@@ -10,7 +10,9 @@ user's package::
 The synthetic id is built with a ``vector_entry_point`` (``gym.make_vec`` gives a
 :class:`~dreamgym_env.envs.vector.DreamVectorEnv`) and ``state_mode="structured"`` where the
 domain has a state schema (``gym.make(id, state_mode="text")`` for pages); the reference id exists when the domain
-overrides :meth:`~dreamgym_env.envs.domain.Domain.make_reference_env`. Gymnasium ids live in one
+overrides :meth:`~dreamgym_env.envs.domain.Domain.make_reference_env`, and the real-server id
+(``DreamGym/<Name>-Real-v0``, ``docs/real-servers.md``) when it overrides
+:meth:`~dreamgym_env.envs.domain.Domain.make_real_env`. Gymnasium ids live in one
 process: a subprocess (``AsyncVectorEnv``) re-registers them by importing the pack's module,
 which ``gym.make("my_package:DreamGym/MyDomain-v0")`` does.
 """
@@ -38,9 +40,19 @@ def reference_id(domain: Domain) -> str:
     return f"{NAMESPACE}/{domain.id_name}-Ref-v0"
 
 
+def real_id(domain: Domain) -> str:
+    """The real-server Gymnasium id of a domain: ``DreamGym/<Name>-Real-v0``."""
+    return f"{NAMESPACE}/{domain.id_name}-Real-v0"
+
+
 def has_reference_env(domain: Domain) -> bool:
     """Whether the domain overrides :meth:`Domain.make_reference_env`."""
     return type(domain).make_reference_env is not Domain.make_reference_env
+
+
+def has_real_env(domain: Domain) -> bool:
+    """Whether the domain overrides :meth:`Domain.make_real_env`."""
+    return type(domain).make_real_env is not Domain.make_real_env
 
 
 def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
@@ -62,7 +74,7 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
             f"a domain named {name!r} is registered already ({known!r}); pass replace=True to replace it"
         )
     _DOMAINS[name] = domain
-    ids = [synthetic_id(domain), reference_id(domain)]
+    ids = [synthetic_id(domain), reference_id(domain), real_id(domain)]
     for env_id in ids:
         gym.registry.pop(env_id, None)
     gym.register(
@@ -82,6 +94,13 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
             kwargs={"domain": name},
             max_episode_steps=domain.max_episode_steps,
         )
+    if has_real_env(domain):
+        gym.register(
+            id=ids[2],
+            entry_point="dreamgym_env.envs.registry:make_real_env",
+            kwargs={"domain": name},
+            max_episode_steps=domain.max_episode_steps,
+        )
     return domain
 
 
@@ -89,7 +108,7 @@ def unregister_domain(name: str) -> None:
     """Remove a domain and its Gymnasium ids (for tests and for replacing a pack)."""
     domain = _DOMAINS.pop(name, None)
     if domain is not None:
-        for env_id in (synthetic_id(domain), reference_id(domain)):
+        for env_id in (synthetic_id(domain), reference_id(domain), real_id(domain)):
             gym.registry.pop(env_id, None)
 
 
@@ -118,3 +137,8 @@ def registered_domains() -> dict[str, Domain]:
 def make_reference_env(domain: str | Domain, **kwargs: Any) -> gym.Env:
     """Build a domain's reference env (the entry point of every ``-Ref-v0`` id)."""
     return get_domain(domain).make_reference_env(**kwargs)
+
+
+def make_real_env(domain: str | Domain, **kwargs: Any) -> gym.Env:
+    """Build a domain's real-server env (the entry point of every ``-Real-v0`` id)."""
+    return get_domain(domain).make_real_env(**kwargs)

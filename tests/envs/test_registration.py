@@ -18,15 +18,17 @@ def test_ids_registered():
 
 
 @pytest.mark.parametrize("env_id", DREAMGYM_IDS)
-def test_check_env(env_id):
+def test_check_env(env_id, agentgym_server):
     with ScriptedOpenAIServer() as server:
         kwargs = {}
-        if "-Ref-" not in env_id:
+        if "-Real-" in env_id:  # a stand-in AgentGym server over the reference env
+            kwargs["base_url"] = agentgym_server(gym.spec(env_id).kwargs["domain"]).url
+        elif "-Ref-" not in env_id:
             kwargs["experience_model"] = OpenAIExperienceModel(base_url=server.url, model="test")
         env = gym.make(env_id, **kwargs)
         check_env(env.unwrapped, skip_render_check=True)
         env.close()
-        if kwargs:
+        if "experience_model" in kwargs:
             kwargs["experience_model"].close()
 
 

@@ -20,6 +20,7 @@ from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
+    from dreamgym_env.envs.alfworld.real_server import ALFWorldServerEnv
     from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
     from dreamgym_env.envs.alfworld.task_variations import ALFWorldTaskVariations
 
@@ -104,6 +105,13 @@ class ALFWorldDomain(Domain):
 
         kwargs.setdefault("domain", self)
         return ALFWorldRefEnv(**kwargs)
+
+    def make_real_env(self, **kwargs: Any) -> ALFWorldServerEnv:
+        """The ALFWorld of a running AgentGym server (see :class:`~dreamgym_env.envs.alfworld.real_server.ALFWorldServerEnv`)."""
+        from dreamgym_env.envs.alfworld.real_server import ALFWorldServerEnv
+
+        kwargs.setdefault("domain", self)
+        return ALFWorldServerEnv(**kwargs)
 
     def expert_policy(self) -> Policy:
         """A fresh expert (it plans from the task's room and goal, as ALFWorld's handcoded expert)."""

@@ -37,6 +37,7 @@ from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
+    from dreamgym_env.envs.webshop.real_server import WebShopServerEnv
     from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
     from dreamgym_env.envs.webshop.task_variations import WebShopTaskVariations
 
@@ -151,6 +152,13 @@ class WebShopDomain(Domain):
 
         kwargs.setdefault("domain", self)
         return WebShopRefEnv(**kwargs)
+
+    def make_real_env(self, **kwargs: Any) -> WebShopServerEnv:
+        """The WebShop of a running AgentGym server (see :class:`~dreamgym_env.envs.webshop.real_server.WebShopServerEnv`)."""
+        from dreamgym_env.envs.webshop.real_server import WebShopServerEnv
+
+        kwargs.setdefault("domain", self)
+        return WebShopServerEnv(**kwargs)
 
     def expert_policy(self) -> Policy:
         """A fresh expert policy (it searches with the goal's words, picks a matching item and buys)."""
