@@ -48,7 +48,7 @@ from dreamgym_env.experience.provision import (
     is_provisioned,
     parts_available,
 )
-from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel
+from dreamgym_env.experience.trained import DISTILLED_DIR, MANIFEST_NAME, TrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -233,8 +233,10 @@ def model_from_spec(
     """The model a name gives (never cached: a measurement wants fresh answers).
 
     ``local``: the embedded model with the pack's ``trained`` adapter (as the envs' default);
-    ``local:base``: the prompted base model; ``local:<preset>``, ``local:<file.gguf>``,
-    ``local:<directory of a trained model>``; ``endpoint`` or ``endpoint:<model name>``.
+    ``local:base``: the prompted base model; ``local:distilled``: the pack's distilled model
+    (beside its adapter, :data:`~dreamgym_env.experience.trained.DISTILLED_DIR`);
+    ``local:<preset>``, ``local:<file.gguf>``, ``local:<directory of a trained model>``;
+    ``endpoint`` or ``endpoint:<model name>``.
     """
     kind, _, value = spec.partition(":")
     kind, value = kind.strip().lower(), value.strip()
@@ -243,7 +245,7 @@ def model_from_spec(
         return default_experience_model(backend="endpoint", cache=False, **named, **settings)
     if kind != "local":
         raise ConfigurationError(
-            f"an experience model name is local[:base|<preset>|<file.gguf>|<trained directory>] or "
+            f"an experience model name is local[:base|distilled|<preset>|<file.gguf>|<trained directory>] or "
             f"endpoint[:<model>], got {spec!r}"
         )
     if not value:
@@ -254,6 +256,16 @@ def model_from_spec(
         return default_experience_model(backend="local", cache=False, **settings)
     if value.lower() in PRESETS:
         return default_experience_model(backend="local", cache=False, preset=value.lower(), **settings)
+    if value.lower() == DISTILLED_DIR:
+        distilled = TrainedModel.find(trained.directory / DISTILLED_DIR) if trained is not None else None
+        if distilled is None:
+            raise ConfigurationError(
+                f"the {domain or 'given'} pack ships no distilled experience model; train one with "
+                "`dreamgym experience distill` and name its directory: local:<directory>"
+            )
+        return default_experience_model(
+            backend="local", cache=False, **{**distilled.local_settings(), **settings}
+        )
     if (Path(value).expanduser() / MANIFEST_NAME).is_file():
         own = TrainedModel.load(Path(value).expanduser())
         return default_experience_model(backend="local", cache=False, **{**own.local_settings(), **settings})

@@ -37,6 +37,8 @@ DISTILLED_SLOTS: Final = 16
 """Slots a distilled model runs (a 16-env vector env's step decoded together); its KV cache is small."""
 DISTILLED_CONTEXT: Final = 4096
 """A distilled model's context window where its manifest records none."""
+DISTILLED_DIR: Final = "distilled"
+"""Where a pack keeps its distilled model, inside its ``experience_model/`` folder (``local:distilled``)."""
 DISTILLED_BASE: Final = "distilled"
 """The ``base`` of a distilled model's manifest: it was trained from scratch, not adapted."""
 

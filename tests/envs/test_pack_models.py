@@ -49,3 +49,53 @@ def test_a_shipped_model_records_its_data_and_its_held_out_measurements(name):
     assert measured["trained"]["n"] == measured["base"]["n"] > 0
     test_tasks = {t.id for t in get_domain(name).tasks("test")}
     assert not trained.train_task_ids & test_tasks  # evaluation tasks were never trained on
+
+
+DISTILLED = ("webshop", "alfworld")
+"""The built-in packs that ship a distilled model beside their adapter (``local:distilled``)."""
+MAX_DISTILLED_MB = 10
+
+
+def _distilled(name: str):
+    from dreamgym_env.experience.trained import DISTILLED_DIR, TrainedModel
+
+    trained = pack_trained_model(get_domain(name))
+    assert trained is not None
+    return TrainedModel.find(trained.directory / DISTILLED_DIR)
+
+
+@pytest.mark.parametrize("name", DISTILLED)
+def test_a_shipped_distilled_model_is_current_and_measured_on_its_file(name):
+    pack = get_domain(name)
+    distilled = _distilled(name)
+    assert distilled is not None and distilled.domain == name and distilled.base == "distilled"
+    assert distilled.staleness(pack) is None, (
+        "rebuild it: dreamgym experience distill (docs/experience-models.md)"
+    )
+    assert distilled.model_gguf is not None and distilled.model_gguf.stat().st_size < MAX_DISTILLED_MB * 1e6
+    assert distilled.evaluation["model_sha256"] == distilled.model_sha256 == file_sha256(distilled.model_gguf)
+    assert distilled.evaluation["n"] >= 100 and distilled.system_prompt is False
+    test_tasks = {t.id for t in pack.tasks("test")}
+    assert distilled.train_task_ids and not distilled.train_task_ids & test_tasks
+
+
+@pytest.mark.parametrize("name", DISTILLED)
+def test_local_distilled_names_the_packs_distilled_model(name, monkeypatch):
+    from dreamgym_env.envs.models import experience_model_for
+    from dreamgym_env.experience import local
+
+    monkeypatch.setattr(local, "xllamacpp_installed", lambda: True)  # built, never loaded
+    model = experience_model_for(get_domain(name), "local:distilled")
+    distilled = _distilled(name)
+    assert distilled is not None
+    assert isinstance(model, local.LocalExperienceModel)
+    assert model.model_file == distilled.model_gguf and model.settings.system_prompt is False
+    assert model.settings.n_parallel == 16
+
+
+def test_local_distilled_without_one_is_a_clear_error(tmp_path):
+    from dreamgym_env.errors import ConfigurationError
+    from dreamgym_env.experience.selection import model_from_spec
+
+    with pytest.raises(ConfigurationError, match="ships no distilled experience model"):
+        model_from_spec("local:distilled", domain="mine")
