@@ -42,12 +42,12 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 import gymnasium as gym
 
+from dreamgym_env.testing.loopback import LoopbackServer
 from dreamgym_env.testing.replies import Delay, Drop, HTTPError, Raw, Reply
 
 Flavor = Literal["webshop", "alfworld"]
@@ -159,7 +159,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-class AgentGymServer:
+class AgentGymServer(LoopbackServer):
     """A local server speaking AgentGym's WebShop or ALFWorld env-server protocol (a test double).
 
     Args:
@@ -172,6 +172,9 @@ class AgentGymServer:
     received, in arrival order. Use it as a context manager, or :meth:`start` and :meth:`close`.
     """
 
+    server_class = _Server
+    handler_class = _Handler
+
     def __init__(
         self,
         flavor: Flavor,
@@ -180,64 +183,29 @@ class AgentGymServer:
         *,
         seed: int = 0,
     ) -> None:
+        super().__init__()
         if flavor not in FLAVORS:
             raise ValueError(f"flavor must be one of {FLAVORS}, got {flavor!r}")
         self.flavor: Flavor = flavor
         self.make_env, self.tasks = make_env, list(tasks)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
         self._instances: dict[int, _Instance] = {}
         self._next_id = 0
         self._faults: dict[str, deque[Reply]] = {}
         self._requests: list[AgentGymRequest] = []
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._routes: dict[tuple[str, str], Callable[[dict[str, str], Any], _Answer]] = (
             self._webshop_routes() if flavor == "webshop" else self._alfworld_routes()
         )
 
     # -- lifecycle -----------------------------------------------------------------------------
-    @property
-    def url(self) -> str:
-        """The base URL to give a client: ``http://127.0.0.1:PORT``."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not started; use it as a context manager or call start()")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def start(self) -> AgentGymServer:
-        """Bind an ephemeral port and serve from a daemon thread."""
-        if self._httpd is None:
-            self._stopping.clear()
-            self._httpd = _Server(("127.0.0.1", 0), _Handler)
-            self._httpd.owner = self
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-            )
-            self._thread.start()
-        return self
-
     def close(self) -> None:
         """Stop serving (requests held by a delay are released) and close every instance's env."""
-        if self._httpd is not None:
-            self._stopping.set()
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._httpd = self._thread = None
+        super().close()
         with self._lock:
             instances, self._instances = list(self._instances.values()), {}
         for instance in instances:
             instance.env.close()
-
-    def __enter__(self) -> AgentGymServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # -- what tests use ------------------------------------------------------------------------
     def enqueue(self, path: str, *replies: Reply) -> None:

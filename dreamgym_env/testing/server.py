@@ -23,9 +23,9 @@ import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 
+from dreamgym_env.testing.loopback import LoopbackServer
 from dreamgym_env.testing.replies import (
     Delay,
     Drop,
@@ -163,7 +163,7 @@ def _completion(owner: ScriptedOpenAIServer, body: dict[str, Any], reply: Ok) ->
     }
 
 
-class ScriptedOpenAIServer:
+class ScriptedOpenAIServer(LoopbackServer):
     """A local OpenAI-compatible server answering scripted replies (a test double, never a default).
 
     Args:
@@ -179,6 +179,10 @@ class ScriptedOpenAIServer:
 
     """
 
+    server_class = _Server
+    handler_class = _Handler
+    url_path = "/v1"
+
     def __init__(
         self,
         replies: Iterable[Reply] = (),
@@ -188,46 +192,15 @@ class ScriptedOpenAIServer:
         model_name: str = DEFAULT_MODEL_NAME,
         served_models: Sequence[str] | None = None,
     ) -> None:
+        super().__init__()
         self.responder, self.latency_s, self.model_name = responder, latency_s, model_name
         self.served_models = list(served_models) if served_models is not None else [model_name]
         self._queue: deque[Reply] = deque(replies)
         self._lock = threading.Lock()
-        self._stopping = threading.Event()
         self._requests: list[dict[str, Any]] = []
         self._headers: list[dict[str, str]] = []
         self._in_flight = self._peak = self._connections = 0
         self._open: set[socket.socket] = set()
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        """The base URL to give a client: ``http://127.0.0.1:PORT/v1``."""
-        if self._httpd is None:
-            raise RuntimeError("the server is not started; use it as a context manager or call start()")
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> ScriptedOpenAIServer:
-        """Bind an ephemeral port and serve from a daemon thread."""
-        if self._httpd is None:
-            self._stopping.clear()
-            self._httpd = _Server(("127.0.0.1", 0), _Handler)
-            self._httpd.owner = self
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Stop serving; requests still held by a delay are released at once."""
-        if self._httpd is not None:
-            self._stopping.set()
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-            self._httpd = self._thread = None
 
     def kill(self) -> None:
         """Stop as a crashed server does: the port closes and every open connection is cut.
@@ -245,14 +218,6 @@ class ScriptedOpenAIServer:
         for connection in connections:
             with contextlib.suppress(OSError):  # already closed by its handler
                 connection.shutdown(socket.SHUT_RDWR)
-
-    def __enter__(self) -> ScriptedOpenAIServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def enqueue(self, *replies: Reply) -> None:
         """Queue replies to answer the next requests, in order."""
