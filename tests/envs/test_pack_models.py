@@ -99,3 +99,17 @@ def test_local_distilled_without_one_is_a_clear_error(tmp_path):
 
     with pytest.raises(ConfigurationError, match="ships no distilled experience model"):
         model_from_spec("local:distilled", domain="mine")
+
+
+def test_sim2real_gives_a_distilled_model_the_state_mode_it_learned():
+    from dreamgym_env.rl.sim2real import Sim2RealConfig, synthetic_settings
+
+    distilled = _distilled("webshop")
+    assert distilled is not None and distilled.state_mode == "structured"
+    # WebShop's text pages list their actions, so the oracle's synthetic env would be in text mode
+    assert synthetic_settings(Sim2RealConfig("webshop", reward="outcome")).state_mode == "text"
+    for name in ("local:distilled", f"local:{distilled.directory}"):
+        assert (
+            synthetic_settings(Sim2RealConfig("webshop", model=name, reward="outcome")).state_mode
+            == "structured"
+        )
