@@ -48,6 +48,7 @@ import httpx
 import numpy as np
 
 from dreamgym_env.envs.domain import ActionError, Domain, RewardMode, StepResult
+from dreamgym_env.envs.reference import TextRendering
 from dreamgym_env.errors import (
     ConfigurationError,
     RealServerError,
@@ -212,7 +213,7 @@ class ServerReply:
     truncated: bool = False
 
 
-class RealServerEnv(gym.Env[str, str], ABC):
+class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
     """A domain played on a running real-benchmark server: what every pack's server client shares.
 
     Subclasses set the class attributes below, keep a Gymnasium docstring of their env
@@ -440,18 +441,6 @@ class RealServerEnv(gym.Env[str, str], ABC):
     def observation(self) -> str:
         """What the agent sees now (``""`` before the first reset)."""
         return self._reply.observation
-
-    def _print_step(self, action: object, observation: str) -> None:
-        if self.render_mode == "human":
-            shown = action if isinstance(action, str) else f"<{type(action).__name__}>"  # str() may raise
-            print(f"> {shown}\n{observation}")
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self.observation
-        if self.render_mode == "human":
-            print(self.observation)
-        return None
 
     def close(self) -> None:
         """Close the server's instance (``POST /close``) and the connections; never raises.

@@ -56,7 +56,31 @@ def parse_text_action(action: object, parse: Callable[[str], Parsed]) -> Parsed 
     return ActionError(f"an action must be a string, got {type(action).__name__}")
 
 
-class ReferenceEnvBase(gym.Env[str, str], ABC):
+class TextRendering:
+    """``render`` of a text env (``"ansi"`` returns the observation, ``"human"`` prints it) and its step echo."""
+
+    render_mode: str | None
+
+    @property
+    def observation(self) -> str:
+        """What the agent sees now."""
+        raise NotImplementedError
+
+    def _print_step(self, action: object, observation: str) -> None:
+        """Print the action and what followed, in ``render_mode="human"``."""
+        if self.render_mode == "human":
+            shown = action if isinstance(action, str) else f"<{type(action).__name__}>"  # str() may raise
+            print(f"> {shown}\n{observation}")
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self.observation
+        if self.render_mode == "human":
+            print(self.observation)
+        return None
+
+
+class ReferenceEnvBase(TextRendering, gym.Env[str, str], ABC):
     """The programmatic ground truth of a domain: what every pack's reference env shares.
 
     Subclasses keep the Gymnasium docstring of their env (Observation and Action Space,
@@ -209,19 +233,6 @@ class ReferenceEnvBase(gym.Env[str, str], ABC):
     def _task_info(self) -> dict[str, Any]:
         assert self.task is not None
         return {"task": self.task, "task_id": self.task.id, "source": "real"}
-
-    def _print_step(self, action: object, observation: str) -> None:
-        """Print the action and what followed, in ``render_mode="human"``."""
-        if self.render_mode == "human":
-            shown = action if isinstance(action, str) else f"<{type(action).__name__}>"  # str() may raise
-            print(f"> {shown}\n{observation}")
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self.observation
-        if self.render_mode == "human":
-            print(self.observation)
-        return None
 
     def replay(self, task: Task | str, actions: Sequence[str]) -> tuple[str, dict[str, Any]]:
         """Reset to ``task`` and take every one of ``actions``; returns the last observation and info.
