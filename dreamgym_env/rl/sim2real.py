@@ -476,6 +476,7 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
 
     from dreamgym_env.replay.embedders import HashedEmbedder
     from dreamgym_env.rl.sb3 import TrainingMonitor, wrap_for_sb3
+    from dreamgym_env.wrappers.model_failures import TruncateOnModelError
     from dreamgym_env.wrappers.sim_to_real import SimToReal
 
     _setup_worker()
@@ -483,9 +484,12 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
     embedder = HashedEmbedder(config.ppo.embed_dim)
     experience_model = _experience_model(config, error_rate)
     k = max_actions_of(config)
+    synthetic_sides: list[TruncateOnModelError] = []
 
     def make() -> gym.Env:
-        env = SimToReal(_synthetic_env(config, experience_model), _reference_env(config, "train"))
+        # a learned model's unusable answer on a drifted state ends that episode, not the run
+        synthetic_sides.append(TruncateOnModelError(_synthetic_env(config, experience_model)))
+        env = SimToReal(synthetic_sides[-1], _reference_env(config, "train"))
         return wrap_for_sb3(env, embedder, max_actions=k)
 
     venv = DummyVecEnv([make] * config.ppo.n_envs)
@@ -524,14 +528,18 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
         xs2,
         ys2,
     )
-    synthetic.model_stats = s2r.model_stats = _model_stats(experience_model)
+    synthetic.model_stats = s2r.model_stats = _model_stats(experience_model, synthetic_sides)
     return [synthetic, s2r]
 
 
-def _model_stats(model: ExperienceModel) -> dict[str, int]:
+def _model_stats(model: ExperienceModel, synthetic_sides: list[Any]) -> dict[str, int]:
+    """The oracle's counters, and for every model the synthetic steps asked and those it failed."""
     from dreamgym_env.envs.oracle import OracleExperienceModel
 
-    return dict(model.stats) if isinstance(model, OracleExperienceModel) else {}
+    stats = dict(model.stats) if isinstance(model, OracleExperienceModel) else {}
+    stats["synthetic_steps_asked"] = sum(side.steps for side in synthetic_sides)
+    stats["failed_steps"] = sum(side.failures for side in synthetic_sides)
+    return stats
 
 
 def random_baseline(config: Sim2RealConfig) -> RunResult:

@@ -1,8 +1,9 @@
-"""Wrappers: replay grounding, curriculum resets, sim-to-real and RL-library adapters."""
+"""Wrappers: replay grounding, curriculum resets, sim-to-real, model failures and RL-library adapters."""
 
 from dreamgym_env.wrappers.choice_actions import ChoiceActions
 from dreamgym_env.wrappers.curriculum_reset import CurriculumReset, CurriculumResetVector
 from dreamgym_env.wrappers.embed_observation import EmbedObservation
+from dreamgym_env.wrappers.model_failures import TruncateOnModelError
 from dreamgym_env.wrappers.replay_grounding import ReplayGrounding, VectorReplayGrounding
 from dreamgym_env.wrappers.sim_to_real import RealWithProbability, SimToReal, SourceCounts, SyntheticFirst
 
@@ -16,5 +17,6 @@ __all__ = [
     "SimToReal",
     "SourceCounts",
     "SyntheticFirst",
+    "TruncateOnModelError",
     "VectorReplayGrounding",
 ]
