@@ -8,7 +8,7 @@ endpoint or the embedded model).
 from dreamgym_env.agents.agent import Agent, Decision, Turn
 from dreamgym_env.agents.baselines import ExpertAgent, PolicyAgent, RandomAgent
 from dreamgym_env.agents.expert import expert_policy
-from dreamgym_env.agents.llm import AgentChat, LLMAgent, LocalChat, parse_agent_output
+from dreamgym_env.agents.llm import AgentChat, LLMAgent, parse_agent_output
 from dreamgym_env.agents.make import AGENT_KINDS, make_agent, make_chat_client
 from dreamgym_env.agents.noisy import NoisyPolicy
 from dreamgym_env.agents.random import RandomPolicy
@@ -22,7 +22,6 @@ __all__ = [
     "Decision",
     "ExpertAgent",
     "LLMAgent",
-    "LocalChat",
     "NoisyPolicy",
     "PolicyAgent",
     "RandomAgent",

@@ -32,21 +32,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from dreamgym_env.agents.agent import Agent, Decision, Turn
-from dreamgym_env.curriculum.chat import ChatModel
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.backend import ChatBackend
 from dreamgym_env.experience.base import gather_or_cancel
+from dreamgym_env.experience.local import LocalExperienceModel
 from dreamgym_env.experience.prompt import clip
-
-if TYPE_CHECKING:
-    from dreamgym_env.experience.local import LocalExperienceModel
 
 T = TypeVar("T")
 Messages = list[dict[str, str]]
@@ -224,12 +222,12 @@ def agent_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-class AgentChat(ChatModel, Protocol):
-    """The chat model of an :class:`LLMAgent`: a ``ChatModel`` that sync code can run and close.
+class AgentChat(ChatBackend, Protocol):
+    """The chat model of an :class:`LLMAgent`: a :class:`~dreamgym_env.experience.backend.ChatBackend` that sync code can run and close.
 
-    A :class:`~dreamgym_env.curriculum.chat.ChatModel` with :meth:`run` and :meth:`close`.
     :class:`~dreamgym_env.curriculum.chat.EndpointChat` (any OpenAI-compatible endpoint, the
-    project's endpoint transport) and :class:`LocalChat` (the embedded model) are ones.
+    project's endpoint transport) and :class:`~dreamgym_env.experience.local.LocalExperienceModel`
+    (the embedded model; up to its ``n_parallel`` conversations are decoded together) are ones.
     """
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -241,43 +239,17 @@ class AgentChat(ChatModel, Protocol):
         ...
 
 
-class LocalChat:
-    """The embedded GGUF model (:class:`~dreamgym_env.experience.local.LocalExperienceModel`) as an :class:`AgentChat`.
-
-    Up to the model's ``n_parallel`` conversations are decoded together.
-    """
-
-    def __init__(self, model: LocalExperienceModel) -> None:
-        self.model = model
-        self.model_id = model.model_id
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.model!r})"
-
-    async def complete(
-        self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None
-    ) -> ChatReply:
-        """Answer ``messages`` (with ``schema``: JSON of that schema)."""
-        return await self.model.chat(messages, schema=schema, context=f"chat with {self.model_id}")
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return self.model.run(coroutine)
-
-    def close(self) -> None:
-        self.model.close()
-
-
 class LLMAgent(Agent):
     """A chat model as the agent of a domain (see the module docstring for prompt and parsing).
 
     Arguments:
         domain: the domain (or its name) whose ``agent_prompt`` starts the system prompt.
         client: the chat model (an :class:`AgentChat`: the curriculum's ``EndpointChat``, or
-            :class:`LocalChat`); the caller closes it (one client may serve several agents).
+            :class:`~dreamgym_env.experience.local.LocalExperienceModel`); the caller closes it (one client may serve several agents).
         history_len: past steps shown in each prompt.
         constrained: answer JSON held to :func:`answer_schema` by the model's decoder (the
             embedded model and endpoints with ``json_schema`` support); default: on for the
-            embedded model (:class:`LocalChat`), off (the tags) otherwise.
+            embedded model, off (the tags) otherwise.
     """
 
     def __init__(
@@ -293,7 +265,7 @@ class LLMAgent(Agent):
         self.domain = get_domain(domain)
         self.client = client
         self.history_len = history_len
-        self.constrained = isinstance(client, LocalChat) if constrained is None else constrained
+        self.constrained = isinstance(client, LocalExperienceModel) if constrained is None else constrained
         self.name = f"llm:{client.model_id}"
 
     def act(self, turns: Sequence[Turn]) -> list[Decision]:

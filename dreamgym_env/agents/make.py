@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from dreamgym_env.agents.agent import Agent
 from dreamgym_env.agents.baselines import ExpertAgent, RandomAgent
-from dreamgym_env.agents.llm import AgentChat, LLMAgent, LocalChat
+from dreamgym_env.agents.llm import AgentChat, LLMAgent
 from dreamgym_env.curriculum.chat import EndpointChat
 from dreamgym_env.envs.domain import Domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
@@ -71,9 +71,9 @@ def make_chat_client(
         from dreamgym_env.experience.local import LocalExperienceModel
 
         if model is not None and model.lower().endswith(".gguf"):
-            return LocalChat(LocalExperienceModel(model, **settings))
+            return LocalExperienceModel(model, **settings)
         preset = DEFAULT_PRESET if model is None or model.lower() == LOCAL_ALIAS else model
-        return LocalChat(LocalExperienceModel(preset=preset, **settings))
+        return LocalExperienceModel(preset=preset, **settings)
     config = EndpointConfig.resolve(
         base_url=base_url if base_url is not None else UNSET,
         model=model if model is not None else UNSET,

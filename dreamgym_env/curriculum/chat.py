@@ -1,8 +1,8 @@
 """Free-form JSON answers from the experience model's endpoint, for writing new tasks.
 
 The experience-model interface predicts transitions; the task generator needs another answer
-(a JSON list of tasks) from the same model. :class:`ChatModel` is that small capability:
-``await complete(messages, schema=...) -> ChatReply``. :class:`EndpointChat` provides it for any
+(a JSON list of tasks) from the same model: any :class:`~dreamgym_env.experience.backend.ChatBackend`
+(``await complete(messages, schema=...) -> ChatReply``), here called :data:`ChatModel`. :class:`EndpointChat` provides it for any
 OpenAI-compatible endpoint, with the settings of :class:`~dreamgym_env.experience.config.
 EndpointConfig` (so ``EndpointChat.from_experience_model(model)`` talks to the same server as an
 :class:`~dreamgym_env.experience.openai_backend.OpenAIExperienceModel`) and the same transport
@@ -14,16 +14,15 @@ that keeps failing raises a :class:`~dreamgym_env.errors.ExperienceModelError` s
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.backend import ChatBackend, Deadline
+from dreamgym_env.experience.base import BackgroundLoop
 from dreamgym_env.experience.config import EndpointConfig
 
-T = TypeVar("T")
 DEFAULT_GENERATION_TEMPERATURE: Final = 0.8
 """Task writing samples (variety matters); transitions are predicted at the endpoint's own setting."""
 DEFAULT_GENERATION_MAX_TOKENS: Final = 4096
@@ -31,27 +30,19 @@ DEFAULT_GENERATION_MAX_TOKENS: Final = 4096
 __all__ = ["ChatModel", "ChatReply", "EndpointChat"]
 
 
-@runtime_checkable
-class ChatModel(Protocol):
-    """Answers a chat conversation, constrained to a JSON schema where the backend can."""
-
-    model_id: str
-
-    async def complete(
-        self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None
-    ) -> ChatReply:
-        """Answer ``messages``; with ``schema``, ask for JSON of that schema."""
-        ...
+ChatModel = ChatBackend
+"""The chat model of the task writer: any :class:`~dreamgym_env.experience.backend.ChatBackend`."""
 
 
-class EndpointChat:
+class EndpointChat(BackgroundLoop):
     """A :class:`ChatModel` on an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Settings resolve like the experience model's (arguments, then ``DREAMGYM_*``/``OPENAI_*``
     variables, then defaults); ``temperature`` and ``max_tokens`` default to values suited to
     writing tasks. Structured output falls back from ``json_schema`` to ``json_object`` to plain
     text when the server refuses it. :meth:`run` runs a coroutine on a loop this object owns in a
-    background thread, so that sync code (and code inside a running loop) can call it.
+    background thread (:class:`~dreamgym_env.experience.base.BackgroundLoop`), so that sync code
+    (and code inside a running loop) can call it.
     ``context`` starts the message of its errors (``"task generation: ..."`` by default; the
     LLM agent's chat says ``"agent"``).
 
@@ -60,6 +51,8 @@ class EndpointChat:
         chat = EndpointChat(base_url="http://127.0.0.1:8000/v1", model="Qwen/Qwen3-8B")
         chat = EndpointChat.from_experience_model(openai_experience_model)
     """
+
+    loop_name = "dreamgym-chat"
 
     def __init__(
         self,
@@ -81,9 +74,7 @@ class EndpointChat:
         from dreamgym_env.experience.transport import EndpointTransport  # imports aiohttp: only when used
 
         self.transport = EndpointTransport(self.config)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+        super().__init__()
 
     @classmethod
     def from_experience_model(cls, model: object, **overrides: Any) -> EndpointChat:
@@ -101,11 +92,21 @@ class EndpointChat:
         return f"EndpointChat({self.config.describe()!r})"
 
     async def complete(
-        self, messages: Sequence[Mapping[str, str]], *, schema: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        deadline: Deadline | None = None,
+        context: str | None = None,
     ) -> ChatReply:
         """Answer ``messages`` through the shared endpoint transport (retries, format downgrade)."""
         reply = await self.transport.complete(
-            messages, schema=schema, schema_name="tasks", strict=False, context=self.context
+            messages,
+            schema=schema,
+            schema_name="tasks",
+            strict=False,
+            context=context or self.context,
+            deadline=deadline,
         )
         return (
             reply
@@ -113,31 +114,6 @@ class EndpointChat:
             else ChatReply("", "no choices", reply.prompt_tokens, reply.completion_tokens, reply.calls)
         )
 
-    # -- sync use ----------------------------------------------------------------------------
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on this chat's background loop and wait for its result."""
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(
-                    target=self._loop.run_forever, name="dreamgym-chat", daemon=True
-                )
-                self._thread.start()
-            loop = self._loop
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
-
     async def aclose(self) -> None:
         """Close the HTTP clients of the running loop."""
         await self.transport.aclose()
-
-    def close(self) -> None:
-        """Close the client and stop the background loop."""
-        with self._lock:
-            loop, self._loop = self._loop, None
-        if loop is None:
-            return
-        asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
-        loop.call_soon_threadsafe(loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        loop.close()

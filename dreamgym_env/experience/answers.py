@@ -26,7 +26,8 @@ class ChatReply:
 
     ``text`` is ``None`` when the answer had no choice; ``finish_reason`` ``"length"`` means it
     was cut at the token limit; ``calls`` counts the calls it took, retries included;
-    ``endpoint`` names the endpoint that answered (its URL without credentials).
+    ``endpoint`` names the endpoint that answered (its URL without credentials);
+    ``cached_prompt_tokens`` the prompt tokens the server reused from its KV cache.
     """
 
     text: str | None
@@ -35,6 +36,7 @@ class ChatReply:
     completion_tokens: int = 0
     calls: int = 1
     endpoint: str = ""
+    cached_prompt_tokens: int = 0
 
 
 def reask_messages(messages_sent: Messages, output: str, problem: str) -> Messages:

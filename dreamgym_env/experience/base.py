@@ -32,40 +32,23 @@ async def gather_or_cancel(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         raise
 
 
-class ExperienceModel(ABC):
-    """Predicts the next state and reward of an environment from the interaction so far.
+class BackgroundLoop:
+    """An event loop of this object's own, in a daemon thread, for sync callers of async code.
 
-    Backends implement :meth:`predict` (async, a batch at a time, concurrent inside). The sync
-    :meth:`predict_sync` runs it on an event loop that the model owns in a background thread, so
-    that sync callers (Gymnasium's ``step``) work even inside a running loop (e.g. Jupyter), and
-    async clients keep their connection pool across calls.
-
-    A backend never returns an invented transition: when the model fails it retries, then raises
-    an :class:`~dreamgym_env.errors.ExperienceModelError`.
+    Sync callers (Gymnasium's ``step``) work even inside a running loop (e.g. Jupyter), and
+    async clients keep their connection pool across calls. :meth:`close` awaits :meth:`aclose`
+    on the loop, then stops it.
     """
 
-    model_id: str = "unknown"
-    prompt_version: str = PROMPT_VERSION
+    loop_name: str = "dreamgym"
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._loop_lock = threading.Lock()
 
-    @abstractmethod
-    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
-        """Answer each request with a transition, in order."""
-
-    def predict_sync(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
-        """Blocking form of :meth:`predict`."""
-        return self.run(self.predict(requests))
-
-    def predict_one(self, request: ExperienceRequest) -> Transition:
-        """Blocking prediction of a single request."""
-        return self.predict_sync([request])[0]
-
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on this model's event loop and wait for its result."""
+        """Run ``coroutine`` on this object's event loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop()).result()
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
@@ -73,13 +56,13 @@ class ExperienceModel(ABC):
             if self._loop is None or self._loop.is_closed():
                 self._loop = asyncio.new_event_loop()
                 self._loop_thread = threading.Thread(
-                    target=self._loop.run_forever, name=f"dreamgym-{self.model_id}", daemon=True
+                    target=self._loop.run_forever, name=self.loop_name, daemon=True
                 )
                 self._loop_thread.start()
             return self._loop
 
     async def aclose(self) -> None:
-        """Release the backend's resources (HTTP clients, model weights); nothing by default."""
+        """Release the resources of the running loop (HTTP clients, model weights); nothing by default."""
         return None
 
     def close(self) -> None:
@@ -93,6 +76,37 @@ class ExperienceModel(ABC):
         if self._loop_thread is not None:
             self._loop_thread.join(timeout=5)
         loop.close()
+
+
+class ExperienceModel(BackgroundLoop, ABC):
+    """Predicts the next state and reward of an environment from the interaction so far.
+
+    Backends implement :meth:`predict` (async, a batch at a time, concurrent inside). The sync
+    :meth:`predict_sync` runs it on an event loop that the model owns in a background thread
+    (:class:`BackgroundLoop`).
+
+    A backend never returns an invented transition: when the model fails it retries, then raises
+    an :class:`~dreamgym_env.errors.ExperienceModelError`.
+    """
+
+    model_id: str = "unknown"
+    prompt_version: str = PROMPT_VERSION
+
+    @property
+    def loop_name(self) -> str:  # type: ignore[override]
+        return f"dreamgym-{self.model_id}"
+
+    @abstractmethod
+    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        """Answer each request with a transition, in order."""
+
+    def predict_sync(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
+        """Blocking form of :meth:`predict`."""
+        return self.run(self.predict(requests))
+
+    def predict_one(self, request: ExperienceRequest) -> Transition:
+        """Blocking prediction of a single request."""
+        return self.predict_sync([request])[0]
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ExperienceModel:
         # A model is a shared handle (connections, weights): Gymnasium deep-copies env kwargs,

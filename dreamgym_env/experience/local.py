@@ -45,19 +45,13 @@ from dreamgym_env.errors import (
     ModelTransportError,
     excerpt,
 )
-from dreamgym_env.experience.answers import AnswerJudge, ChatReply
-from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
-from dreamgym_env.experience.prompt import (
-    answer_state_schema,
-    carried_values,
-    clip,
-    messages,
-    system_prompt,
-    transition_schema,
-)
+from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.backend import ChatExperienceModel, Deadline
+from dreamgym_env.experience.config import DEFAULT_MAX_OUTPUT_REASKS
+from dreamgym_env.experience.prompt import system_prompt
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
 from dreamgym_env.experience.trained import TrainedModel, file_sha256
-from dreamgym_env.types import DomainPrompt, ExperienceRequest, Transition
+from dreamgym_env.types import DomainPrompt
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +63,6 @@ DEFAULT_MAX_TOKENS: Final = 2048
 """Enough for the schema's longest answer (1,200 + 4,000 characters)."""
 DEFAULT_TEMPERATURE: Final = 0.0
 DEFAULT_SEED: Final = 0
-DEFAULT_MAX_OUTPUT_REASKS: Final = 2
 LOCAL_EXTRA_HINT: Final = "pip install 'dreamgym-env[local]'"
 
 ChatResult = dict[str, Any]
@@ -315,7 +308,7 @@ class _Cancelled(Exception):
     """A call was cancelled while it waited for a free slot."""
 
 
-class LocalExperienceModel(ExperienceModel):
+class LocalExperienceModel(ChatExperienceModel):
     """Experience model embedded in the process: a GGUF model run by llama.cpp on the CPU.
 
     The model file comes from ``model_path``, ``DREAMGYM_LOCAL_MODEL``, ``preset`` or
@@ -355,7 +348,11 @@ class LocalExperienceModel(ExperienceModel):
             self.model_id = f"{self.model_id}+{adapter.name}@{file_sha256(adapter)[:12]}"
         self.trained_model: TrainedModel | None = None
         """The trained model's manifest, where the adapter is a pack's or a training run's (set by selection)."""
-        super().__init__()
+        super().__init__(
+            max_tokens=self.settings.max_tokens,
+            max_reasks=self.settings.max_output_reasks,
+            system_prompt=self.settings.system_prompt,
+        )
         self._runtime_factory: RuntimeFactory = runtime_factory or XllamacppRuntime
         self._runtime: ChatRuntime | None = None
         self._lock = threading.Condition()  # guards _runtime and _active
@@ -438,95 +435,53 @@ class LocalExperienceModel(ExperienceModel):
         if runtime is not None:
             runtime.close()
 
-    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
-        """Answer the requests concurrently (``n_parallel`` at once, decoded together), in their order.
-
-        The first error cancels the batch's other requests and is raised.
-        """
-        if len(requests) == 1:
-            return [await self._predict_one(requests[0])]
-        return await gather_or_cancel([self._predict_one(request) for request in requests])
-
-    async def _predict_one(self, request: ExperienceRequest) -> Transition:
-        base = messages(request.prompt, request)
-        if not self.settings.system_prompt:
-            base = [message for message in base if message["role"] != "system"]
-        context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
-        answer_schema = answer_state_schema(request)
-        judge = AnswerJudge(
-            base,
-            context,
-            self.backend,
-            self.model_id,
-            self.settings.max_tokens,
-            self.settings.max_output_reasks,
-            answer_schema,
-            carried_values(request),
-        )
-        schema = transition_schema(answer_schema)
-        conversation, calls, cached = base, 0, 0
-        while True:
-            calls += 1
-            result = await self._generate(conversation, schema, context=context, attempts=calls)
-            if "error" in result:
-                raise translate_runtime_error(
-                    result, backend=self.backend, attempts=calls, context=context, n_ctx=self.settings.n_ctx
-                )
-            usage = result.get("usage") or {}
-            cached += cached_tokens(result)
-            timings = result.get("timings") or {}
-            if timings:
-                logger.debug(
-                    "%s: %d prompt tokens evaluated (%d cached) in %.1f s, %d generated in %.1f s",
-                    context,
-                    timings.get("prompt_n", 0),
-                    timings.get("cache_n", 0),
-                    timings.get("prompt_ms", 0) / 1000,
-                    timings.get("predicted_n", 0),
-                    timings.get("predicted_ms", 0) / 1000,
-                )
-            choice = (result.get("choices") or [None])[0]
-            answer = judge.judge(
-                str((choice.get("message") or {}).get("content") or "") if choice is not None else None,
-                choice.get("finish_reason") if choice is not None else None,
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                attempts=calls,
-            )
-            if isinstance(answer, Transition):
-                usage_ = answer.usage.model_copy(update={"cached_prompt_tokens": cached})
-                return answer.model_copy(update={"usage": usage_})
-            conversation = answer
-
-    async def chat(
+    async def complete(
         self,
-        conversation: Sequence[Mapping[str, str]],
+        messages: Sequence[Mapping[str, str]],
         *,
         schema: Mapping[str, Any] | None = None,
+        deadline: Deadline | None = None,
         context: str = "chat",
     ) -> ChatReply:
-        """One chat completion of ``conversation`` (with ``schema``: constrained to that JSON schema).
+        """One chat completion of ``messages`` in a slot (with ``schema``: constrained to that JSON schema).
 
-        No parsing and no re-ask: for callers that read the text themselves (an LLM agent on the
-        embedded model). It runs in a slot like a prediction, with the same settings
-        (temperature, ``max_tokens``, ``timeout_s``) and typed errors.
+        No parsing and no re-ask (the experience model's loop, or a caller that reads the text
+        itself, such as an LLM agent on the embedded model); the settings' temperature,
+        ``max_tokens`` and ``timeout_s``, and typed errors. ``deadline`` is not used: the
+        runtime's ``timeout_s`` bounds each call.
         """
-        messages_ = [dict(message) for message in conversation]
+        conversation = [dict(message) for message in messages]
         grammar = dict(schema) if schema is not None else None
-        result = await self._generate(messages_, grammar, context=context, attempts=1)
+        result = await self._generate(conversation, grammar, context=context, attempts=1)
         if "error" in result:
             raise translate_runtime_error(
                 result, backend=self.backend, attempts=1, context=context, n_ctx=self.settings.n_ctx
             )
+        timings = result.get("timings") or {}
+        if timings:
+            logger.debug(
+                "%s: %d prompt tokens evaluated (%d cached) in %.1f s, %d generated in %.1f s",
+                context,
+                timings.get("prompt_n", 0),
+                timings.get("cache_n", 0),
+                timings.get("prompt_ms", 0) / 1000,
+                timings.get("predicted_n", 0),
+                timings.get("predicted_ms", 0) / 1000,
+            )
         usage = result.get("usage") or {}
         choice = (result.get("choices") or [None])[0]
+        prompt_tokens, completion_tokens = (
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+        )
         if choice is None:
-            return ChatReply(None, "no choices")
+            return ChatReply(None, "no choices", prompt_tokens, completion_tokens)
         return ChatReply(
             str((choice.get("message") or {}).get("content") or ""),
             choice.get("finish_reason") or "stop",
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
+            prompt_tokens,
+            completion_tokens,
+            cached_prompt_tokens=cached_tokens(result),
         )
 
     async def _generate(

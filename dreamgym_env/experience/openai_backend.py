@@ -10,25 +10,18 @@ error from :mod:`dreamgym_env.errors` is raised: a transition is never invented.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dreamgym_env.experience.answers import AnswerJudge
-from dreamgym_env.experience.base import ExperienceModel, gather_or_cancel
+from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.backend import ChatExperienceModel, Deadline
 from dreamgym_env.experience.config import EndpointConfig
 from dreamgym_env.experience.discovery import resolve_config
-from dreamgym_env.experience.prompt import (
-    answer_state_schema,
-    carried_values,
-    clip,
-    messages,
-    transition_schema,
-)
-from dreamgym_env.experience.transport import Deadline, EndpointTransport, FormatMode
-from dreamgym_env.types import ExperienceRequest, Transition
+from dreamgym_env.experience.transport import EndpointTransport, FormatMode
+from dreamgym_env.types import Transition
 
 
-class OpenAIExperienceModel(ExperienceModel):
+class OpenAIExperienceModel(ChatExperienceModel):
     """Experience model served by an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Settings come from ``config`` or keyword arguments (see
@@ -54,7 +47,9 @@ class OpenAIExperienceModel(ExperienceModel):
             config = config.replace(**settings)
         self.config = config
         self.model_id = self.config.model
-        super().__init__()
+        super().__init__(
+            max_tokens=config.max_tokens, max_reasks=config.max_output_reasks, deadline_s=config.deadline_s
+        )
         self.transport = EndpointTransport(config)
 
     @property
@@ -69,48 +64,45 @@ class OpenAIExperienceModel(ExperienceModel):
         """Close the HTTP session of the running loop."""
         await self.transport.aclose()
 
-    async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
-        """Answer each request, concurrently, in order; the first failure cancels the rest."""
-        return await gather_or_cancel([self._predict_one(r) for r in requests])
+    @property
+    def backend(self) -> str:
+        return self.config.describe()
 
-    async def _predict_one(self, request: ExperienceRequest) -> Transition:
-        base = messages(request.prompt, request)
-        context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
-        answer_schema = answer_state_schema(request)
-        judge = AnswerJudge(
-            base,
-            context,
-            self.config.describe(),
-            self.model_id,
-            self.config.max_tokens,
-            self.config.max_output_reasks,
-            answer_schema,
-            carried_values(request),
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        deadline: Deadline | None = None,
+        context: str = "chat",
+    ) -> ChatReply:
+        """One chat completion through the endpoint transport (retries, structured-output downgrade)."""
+        return await self.transport.complete(
+            messages,
+            schema=schema,
+            schema_name="transition",
+            strict=schema is not None and every_property_required(schema),
+            context=context,
+            deadline=deadline,
         )
-        schema = transition_schema(answer_schema)
-        # Strict mode needs every field required; a state has optional ones.
-        strict = request.state_schema is None
-        conversation, calls = base, 0
-        deadline = Deadline(self.config.deadline_s)  # one for the request, re-asks included
-        while True:
-            reply = await self.transport.complete(
-                conversation,
-                schema=schema,
-                schema_name="transition",
-                strict=strict,
-                context=context,
-                deadline=deadline,
-            )
-            calls += reply.calls
-            answer = judge.judge(
-                reply.text,
-                reply.finish_reason,
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-                attempts=calls,
-            )
-            if isinstance(answer, Transition):
-                answer.usage.endpoint = reply.endpoint
-                answer.usage.endpoints = self.transport.counts()
-                return answer
-            conversation = answer
+
+    def _annotated(self, transition: Transition) -> Transition:
+        transition.usage.endpoints = self.transport.counts()
+        return transition
+
+
+def every_property_required(schema: Mapping[str, Any]) -> bool:
+    """Whether every object in ``schema`` requires all its properties (what strict structured output needs)."""
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if set(schema.get("required") or ()) != set(properties):
+            return False
+        return all(
+            every_property_required(value) for value in properties.values() if isinstance(value, Mapping)
+        )
+    return all(
+        every_property_required(item)
+        for key in ("items", "anyOf", "oneOf")
+        for item in ([schema[key]] if isinstance(schema.get(key), Mapping) else schema.get(key) or [])
+        if isinstance(item, Mapping)
+    )

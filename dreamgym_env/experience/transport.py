@@ -30,7 +30,6 @@ import base64
 import contextlib
 import json
 import logging
-import time
 import urllib.request
 import weakref
 from collections.abc import Mapping, Sequence
@@ -50,6 +49,7 @@ from dreamgym_env.errors import (
     excerpt,
 )
 from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.backend import Deadline
 from dreamgym_env.experience.config import EndpointConfig
 from dreamgym_env.experience.endpoints import Endpoint, EndpointPool
 from dreamgym_env.experience.prompt import utf8_safe
@@ -103,34 +103,6 @@ _CALL_ERRORS = (
 )
 _COOLING_ERRORS = (ModelServerError, ModelTimeoutError, ModelTransportError)
 """Failures that take an endpoint out for ``cooldown_s`` (a 429 only sends the retry elsewhere)."""
-
-
-class Deadline:
-    """The total time one request may take, over its attempts, backoff waits and re-asks.
-
-    The clock starts with the first attempt (:meth:`start`, once a concurrency slot is free), so
-    that waiting behind ``max_concurrency`` other calls does not count. ``None``: no deadline.
-    """
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self._ends: float | None = None
-
-    def start(self) -> None:
-        """Start the clock, if not started yet."""
-        if self._ends is None and self.seconds is not None:
-            self._ends = time.monotonic() + self.seconds
-
-    def remaining(self) -> float | None:
-        """Seconds left (``None``: no deadline, or not started)."""
-        return None if self._ends is None else self._ends - time.monotonic()
-
-    def bound(self, timeout: float | None) -> float | None:
-        """The timeout of the next attempt: ``timeout``, shortened to what is left."""
-        left = self.remaining()
-        if left is None:
-            return timeout
-        return left if timeout is None else min(timeout, left)
 
 
 def _usage_tokens(usage: Any, name: str) -> int:

@@ -1,7 +1,7 @@
 """A trained experience model served by ``transformers`` (a GPU, or small models on the CPU).
 
-The model answers with the same messages (:func:`~dreamgym_env.experience.prompt.messages`),
-parsing, re-asks and typed errors as the other backends (:class:`~dreamgym_env.experience.answers.AnswerJudge`);
+The model answers with the same messages, parsing, re-asks and typed errors as the other
+backends (it is a :class:`~dreamgym_env.experience.backend.ChatExperienceModel`);
 decoding is greedy and unconstrained, so a model that has not learnt the format is re-asked,
 then fails with :class:`~dreamgym_env.errors.ModelOutputError`. The local backend serves the
 same adapter on the CPU with llama.cpp (:attr:`~dreamgym_env.experience.local.LocalSettings.lora_adapter`),
@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.experience.answers import AnswerJudge
-from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.local import DEFAULT_MAX_OUTPUT_REASKS
-from dreamgym_env.experience.prompt import answer_state_schema, carried_values, clip, messages
+from dreamgym_env.experience.answers import ChatReply
+from dreamgym_env.experience.backend import ChatExperienceModel, Deadline
+from dreamgym_env.experience.config import DEFAULT_MAX_OUTPUT_REASKS
 from dreamgym_env.experience.trained import TrainedModel
 from dreamgym_env.training.train import load_base
 from dreamgym_env.types import ExperienceRequest, Transition
@@ -35,7 +34,7 @@ DEFAULT_MAX_NEW_TOKENS: Final = 1024
 """A structured WebShop answer is about 250 tokens; the cap stops a model that runs away."""
 
 
-class TransformersExperienceModel(ExperienceModel):
+class TransformersExperienceModel(ChatExperienceModel):
     """A trained experience model (a :mod:`.train` output directory) run by ``transformers``.
 
     Arguments:
@@ -63,7 +62,7 @@ class TransformersExperienceModel(ExperienceModel):
             raise ConfigurationError("pass a trained model directory, or model= and tokenizer=")
         if max_new_tokens < 1 or max_output_reasks < 0:
             raise ConfigurationError("max_new_tokens must be >= 1 and max_output_reasks >= 0")
-        super().__init__()
+        super().__init__(max_tokens=max_new_tokens, max_reasks=max_output_reasks)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if directory is not None:
             from peft import PeftModel
@@ -79,7 +78,6 @@ class TransformersExperienceModel(ExperienceModel):
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
-        self.max_output_reasks = max_output_reasks
         self._lock = threading.Lock()  # one generation at a time: the model is not re-entrant
 
     @property
@@ -116,27 +114,16 @@ class TransformersExperienceModel(ExperienceModel):
         """Answer the requests one after another (a worker thread each, in order)."""
         return [await self._predict_one(request) for request in requests]
 
-    async def _predict_one(self, request: ExperienceRequest) -> Transition:
-        base = messages(request.prompt, request)
-        judge = AnswerJudge(
-            base,
-            f"task {request.task.id!r}, action {clip(request.action, 80)!r}",
-            self.backend,
-            self.model_id,
-            self.max_new_tokens,
-            self.max_output_reasks,
-            answer_state_schema(request),
-            carried_values(request),
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        deadline: Deadline | None = None,
+        context: str = "chat",
+    ) -> ChatReply:
+        """Greedy and unconstrained (``schema`` is not enforced), in a worker thread."""
+        text, finish, prompt_tokens, completion_tokens = await asyncio.to_thread(
+            self.generate, [dict(message) for message in messages]
         )
-        conversation, calls = base, 0
-        while True:
-            calls += 1
-            text, finish, prompt_tokens, completion_tokens = await asyncio.to_thread(
-                self.generate, conversation
-            )
-            answer = judge.judge(
-                text, finish, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, attempts=calls
-            )
-            if isinstance(answer, Transition):
-                return answer
-            conversation = answer
+        return ChatReply(text, finish, prompt_tokens, completion_tokens)

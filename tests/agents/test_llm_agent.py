@@ -23,7 +23,6 @@ from dreamgym_env.agents.llm import (
     INVALID_OUTPUT_ACTION,
     JSON_FORMAT_INSTRUCTIONS,
     MAX_LISTED_ACTIONS,
-    LocalChat,
     agent_messages,
     answer_schema,
     parse_constrained_output,
@@ -203,14 +202,14 @@ class FakeRuntime:
         return None
 
 
-def embedded_chat(tmp_path: Path, runtime: FakeRuntime) -> LocalChat:
+def embedded_chat(tmp_path: Path, runtime: FakeRuntime) -> LocalExperienceModel:
     gguf = tmp_path / "tiny-agent.gguf"
     gguf.write_bytes(b"GGUF" + bytes(64))
 
     def factory(path: Path, settings: LocalSettings) -> FakeRuntime:
         return runtime
 
-    return LocalChat(LocalExperienceModel(gguf, runtime_factory=factory, n_parallel=1))
+    return LocalExperienceModel(gguf, runtime_factory=factory, n_parallel=1)
 
 
 def test_agent_on_the_embedded_model_with_tags_gets_plain_chat_completions(tmp_path: Path, webshop_task):

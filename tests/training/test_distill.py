@@ -141,7 +141,7 @@ def test_the_embedded_runtime_loads_the_gguf_and_reads_the_prompt_the_model_was_
     )
     model = model_from_spec(f"local:{distilled.directory}", n_ctx=2048, n_parallel=1, max_tokens=4)
     try:
-        reply = model.run(model.chat(user_only))  # type: ignore[attr-defined]
+        reply = model.run(model.complete(user_only))
     finally:
         model.close()
     assert reply.prompt_tokens == len(trained_on["input_ids"])  # the same template, the same tokens
