@@ -173,7 +173,7 @@ def _grounder(pack: Domain, mode: StateMode, episodes: int, seed: int) -> Replay
     buffer = ExperienceReplayBuffer(None)
     for trajectory in trajectories:
         buffer.add_trajectory(trajectory, source="offline")
-    return ReplayGrounder(buffer, write_back=False)
+    return ReplayGrounder(buffer, write_back=False, action_arguments=pack.action_arguments)
 
 
 def _excerpt(text: str) -> str:

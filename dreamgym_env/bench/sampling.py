@@ -196,6 +196,7 @@ def replay_grounder(
         write_back=False,
         state_chars=TEXT_DEMO_CHARS,
         next_state_chars=TEXT_DEMO_CHARS,
+        action_arguments=domain.action_arguments,
     )
 
 

@@ -195,6 +195,17 @@ class Domain(ABC):
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         """Parse an agent's action text. Must never raise, whatever the text."""
 
+    def action_arguments(self, action: str) -> tuple[str, ...]:
+        """What an action names on the page (``click[Buy Now]`` -> ``("Buy Now",)``); ``()`` if it is not valid.
+
+        Replay grounding keeps the demonstration lines and rows these name, and the observation
+        embedding finds the line that shows them. The default is the parsed argument, whole; a
+        pack whose actions name several things (WebArena's ``type [12] [text] [1]``, ALFWorld's
+        ``put apple 1 in/on fridge 1``) splits it.
+        """
+        parsed = self.parse_action(action)
+        return (parsed.argument,) if isinstance(parsed, ParsedAction) and parsed.argument else ()
+
     def validate_action(self, action: ParsedAction, state: str) -> ActionError | None:
         """Check a well-formed action against the state (e.g. a label that is not on the page)."""
         return None

@@ -9,7 +9,6 @@ similar to the request's ``(state, action)``, compacted to bound the prompt) and
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable, Collection, Sequence
 
@@ -32,7 +31,8 @@ DEMO_LIST_ROWS = 2
 """A list of records (result rows, page elements) in a structured demonstration keeps this many,
 then says how many more there were: the rows show the format, and a model copies shown rows."""
 
-_BRACKETED = re.compile(r"\[([^\[\]]+)\]")
+ActionArguments = Callable[[str], Sequence[str]]
+"""What an action names on the page (a domain's ``action_arguments``): the lines and rows a demonstration keeps."""
 
 
 def compact_text(
@@ -72,7 +72,9 @@ def compact_text(
     return "\n".join(kept) + (f"\n[... {omitted} more line{'s' if omitted > 1 else ''}]" if omitted else "")
 
 
-def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_chars: int) -> Demonstration:
+def compact_demonstration(
+    demo: Demonstration, *, state_chars: int, next_state_chars: int, arguments: Sequence[str] = ()
+) -> Demonstration:
     """A demonstration whose states are compacted for the prompt (see :func:`compact_text`).
 
     The instruction line is dropped (the demonstration belongs to another task). In the state
@@ -82,8 +84,7 @@ def compact_demonstration(demo: Demonstration, *, state_chars: int, next_state_c
     (the same page) only the changed lines are shown, then ``[... N lines as in the state]``.
     """
     instruction = demo.task_instruction.strip() if len(demo.task_instruction.strip()) >= 8 else ""
-    keep = _BRACKETED.findall(demo.action)
-    keep_labels = [f"[{label}]" for label in keep]
+    keep_labels = [argument for argument in arguments if argument.strip()]
     before = set(demo.state.splitlines())
     after = [line for line in demo.next_state.splitlines() if not (instruction and instruction in line)]
     if after and after[0] in before:
@@ -141,7 +142,9 @@ def _clip_json(fields: dict[str, object], limit: int, wanted: Collection[str]) -
     return text if len(text) <= limit else text[: limit - 6] + " [...]"
 
 
-def compact_structured_demonstration(demo: Demonstration, *, chars: int) -> Demonstration | None:
+def compact_structured_demonstration(
+    demo: Demonstration, *, chars: int, arguments: Sequence[str] = ()
+) -> Demonstration | None:
     """A demonstration of structured states compacted field by field; ``None`` if its states are not JSON objects.
 
     Fields holding the demonstration's own task instruction are left out (it belongs to another
@@ -160,7 +163,7 @@ def compact_structured_demonstration(demo: Demonstration, *, chars: int) -> Demo
 
     changed = {k: v for k, v in own(next_state).items() if k not in state or state[k] != v}
     before = {k: v for k, v in own(state).items() if k in changed or k not in next_state}
-    wanted = {argument.strip() for argument in _BRACKETED.findall(demo.action)}
+    wanted = {argument.strip() for argument in arguments}
     return demo.model_copy(
         update={
             "state": _clip_json(before, chars, wanted),
@@ -182,6 +185,8 @@ class ReplayGrounder:
             structured (JSON) states are compacted field by field to
             :data:`STRUCTURED_DEMO_CHARS` (:func:`compact_structured_demonstration`). ``None``:
             keep every state whole.
+        action_arguments: what an action names (a domain's ``action_arguments``): compaction
+            keeps the lines and rows it names; ``None``: none are singled out.
     """
 
     def __init__(
@@ -194,6 +199,7 @@ class ReplayGrounder:
         record_invalid: bool = False,
         state_chars: int | None = COMPACT_DEMO_STATE_CHARS,
         next_state_chars: int | None = COMPACT_DEMO_NEXT_STATE_CHARS,
+        action_arguments: ActionArguments | None = None,
     ) -> None:
         if not isinstance(buffer, ExperienceReplayBuffer):
             raise ConfigurationError(f"buffer must be an ExperienceReplayBuffer, got {type(buffer).__name__}")
@@ -210,6 +216,7 @@ class ReplayGrounder:
         self.record_invalid = record_invalid
         self.state_chars = state_chars
         self.next_state_chars = next_state_chars
+        self.action_arguments = action_arguments
         self.retrievals = 0
         """Requests answered with demonstrations so far."""
         self.written = 0
@@ -248,11 +255,12 @@ class ReplayGrounder:
     def _compact(self, demo: Demonstration) -> Demonstration:
         if self.state_chars is None or self.next_state_chars is None:
             return demo
-        structured = compact_structured_demonstration(demo, chars=STRUCTURED_DEMO_CHARS)
+        arguments = self.action_arguments(demo.action) if self.action_arguments is not None else ()
+        structured = compact_structured_demonstration(demo, chars=STRUCTURED_DEMO_CHARS, arguments=arguments)
         if structured is not None:
             return structured
         return compact_demonstration(
-            demo, state_chars=self.state_chars, next_state_chars=self.next_state_chars
+            demo, state_chars=self.state_chars, next_state_chars=self.next_state_chars, arguments=arguments
         )
 
     # -- write-back ---------------------------------------------------------------------------

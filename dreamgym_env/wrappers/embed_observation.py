@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, SupportsFloat
 
@@ -60,7 +61,11 @@ def _numbers(text: str) -> tuple[float, ...]:
 
 
 def label_of(action: str) -> str:
-    """The argument of a ``verb[argument]`` action (``open[red door]`` -> ``red door``), else the action."""
+    """The argument of a ``verb[argument]`` action (``open[red door]`` -> ``red door``), else the action.
+
+    For envs without a domain; a DreamGym env's domain names an action's arguments itself
+    (:meth:`~dreamgym_env.envs.domain.Domain.action_arguments`).
+    """
     match = _LABELLED.match(action)
     return match.group(1).strip() if match else action
 
@@ -74,13 +79,18 @@ def label_lines(observation: str) -> dict[str, str]:
     return out
 
 
-def context_of(action: str, observation: str | dict[str, str]) -> str:
-    """The observation line that shows an action's ``[label]``, else the action itself.
+def context_of(action: str, observation: str | dict[str, str], arguments: Sequence[str] | None = None) -> str:
+    """The observation line that shows an action's ``[label]`` (its first argument shown), else the action itself.
 
-    ``observation`` may be given as its :func:`label_lines` (faster for many actions).
+    ``observation`` may be given as its :func:`label_lines` (faster for many actions);
+    ``arguments`` are what the action names (default: :func:`label_of`).
     """
     lines = label_lines(observation) if isinstance(observation, str) else observation
-    return lines.get(label_of(action).lower(), action)
+    for argument in arguments if arguments is not None else (label_of(action),):
+        line = lines.get(argument.lower())
+        if line is not None:
+            return line
+    return action
 
 
 class EmbedObservation(gym.Wrapper):
@@ -153,6 +163,9 @@ class EmbedObservation(gym.Wrapper):
         super().__init__(env)
         self.domain_features = domain.observation_features() if domain is not None else ObservationFeatures()
         self._fill = slot_filler(domain)
+        self._arguments: Callable[[str], Sequence[str]] = (
+            domain.action_arguments if domain is not None else lambda action: (label_of(action),)
+        )
         if isinstance(env.action_space, spaces.Discrete):
             if max_actions is not None and max_actions != env.action_space.n:
                 raise ConfigurationError(
@@ -194,7 +207,7 @@ class EmbedObservation(gym.Wrapper):
         observation, reward, terminated, truncated, info = self.env.step(action)
         text = str(info.get("action_text", action))
         self._taken[text] = self._taken.get(text, 0) + 1
-        line = context_of(text, self._last_text)
+        line = context_of(text, self._last_text, self._arguments(text))
         if line != text:
             self._taken_lines.add(line)
         self._last_action = text
@@ -231,7 +244,10 @@ class EmbedObservation(gym.Wrapper):
         stopwords = self.domain_features.stopwords
         page = state_text(observation, info)  # the labelled lines, where the agent sees another text
         lines = label_lines(page)
-        contexts = [context_of(action, lines) for action in candidates]
+        arguments = [self._arguments(action) for action in candidates]
+        contexts = [
+            context_of(action, lines, named) for action, named in zip(candidates, arguments, strict=True)
+        ]
         rows = self._embed([(instruction, ""), (page, ""), *zip(contexts, candidates, strict=True)])
         n = len(candidates)
         task_vec, state_vec = rows[0], rows[1]
@@ -240,7 +256,10 @@ class EmbedObservation(gym.Wrapper):
         features = np.zeros((k, len(CANDIDATE_FEATURES)), dtype=np.float32)
         goal_words = words(instruction, stopwords)
         bound = max(_numbers(instruction), default=None) if self.domain_features.numeric_bounds else None
-        labels = [words(label_of(action), stopwords) for action in candidates]
+        labels = [
+            words(" ".join(named) or action, stopwords)
+            for action, named in zip(candidates, arguments, strict=True)
+        ]
         matches = [len(label & goal_words) for label in labels]
         best: dict[str, int] = {}
         for context, count in zip(contexts, matches, strict=True):

@@ -20,10 +20,16 @@ from dreamgym_env.replay.grounding import (
     COMPACT_DEMO_NEXT_STATE_CHARS,
     COMPACT_DEMO_STATE_CHARS,
     DEFAULT_K,
+    ActionArguments,
     ReplayGrounder,
 )
 from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
 from dreamgym_env.types import Source, Step, Task, state_text
+
+
+def _action_arguments(dream_envs: list[DreamEnv]) -> ActionArguments | None:
+    """What an action names, by the domain of the synthetic envs (one domain per wrapper)."""
+    return dream_envs[0].domain.action_arguments if dream_envs else None
 
 
 def _dream_envs(env: gym.Env | VectorEnv) -> list[DreamEnv]:
@@ -165,6 +171,7 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
             )
         _check_text_spaces(type(self).__name__, env.observation_space, env.action_space)
         super().__init__(env)
+        self.dream_envs = _dream_envs(env)
         self.grounder = ReplayGrounder(
             buffer,
             k=k,
@@ -173,8 +180,8 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
             record_invalid=record_invalid,
             state_chars=state_chars,
             next_state_chars=next_state_chars,
+            action_arguments=_action_arguments(self.dream_envs),
         )
-        self.dream_envs = _dream_envs(env)
         self._hooks = _Hooks(self.grounder, self.dream_envs, _inner_hooks(env))
         self._state = ""
         self._task: Task | None = None
@@ -252,6 +259,7 @@ class VectorReplayGrounding(VectorWrapper):
     ) -> None:
         _check_text_spaces(type(self).__name__, env.single_observation_space, env.single_action_space)
         super().__init__(env)
+        self.dream_envs = _dream_envs(env)
         self.grounder = ReplayGrounder(
             buffer,
             k=k,
@@ -260,8 +268,8 @@ class VectorReplayGrounding(VectorWrapper):
             record_invalid=record_invalid,
             state_chars=state_chars,
             next_state_chars=next_state_chars,
+            action_arguments=_action_arguments(self.dream_envs),
         )
-        self.dream_envs = _dream_envs(env)
         self._hooks = _Hooks(self.grounder, self.dream_envs, _inner_hooks(env))
         if not self.dream_envs:
             mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)

@@ -58,8 +58,22 @@ def test_trl_grpo_example_runs_one_step(tmp_path, capsys):
     assert "1 GRPO steps" in capsys.readouterr().out
 
 
+@pytest.mark.slow
+def test_sim2real_example_runs_its_three_agents_with_a_tiny_budget(capsys):
+    example = load("sim2real_ppo")
+    results = example.main(
+        example.Options(real_steps=128, num_envs=2, n_steps=32, eval_tasks=3, error_rate=0.1)
+    )
+    assert list(results) == ["PPO (real env)", "DreamGym-PPO", "DreamGym-S2R-PPO"]
+    assert all(round(success * 3, 9) in (0, 1, 2, 3) for success in results.values())
+    out = capsys.readouterr().out
+    assert "DreamGym-PPO, 128 synthetic steps: " in out and "of 3 test tasks" in out
+    assert "then 12 real steps" in out or "then 13 real steps" in out
+    assert "could not answer (episode ended): 0" in out
+
+
 def test_every_option_has_a_one_line_help():
-    for name in ("sb3_ppo", "trl_grpo"):
+    for name in ("sb3_ppo", "trl_grpo", "sim2real_ppo"):
         example = load(name)
         for field in example.fields(example.Options):
             assert field.metadata["help"] and "\n" not in field.metadata["help"]

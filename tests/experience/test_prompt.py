@@ -188,7 +188,7 @@ def test_compacted_demonstration_shows_what_the_action_changed(webshop_task):
         next_state="\n".join(chosen),
         task_instruction=other,
     )
-    small = compact_demonstration(demo, state_chars=160, next_state_chars=160)
+    small = compact_demonstration(demo, state_chars=160, next_state_chars=160, arguments=("large",))
     assert small.next_state == "Selected: size=large\n[... 6 lines as in the state]"
     assert "[large]" in small.state and other not in small.state
     user = user_prompt(make_request(webshop_task, "click[large]", demonstrations=[small]))

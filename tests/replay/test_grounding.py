@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.domain import PROMPT as WEBSHOP_PROMPT
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
@@ -56,7 +57,7 @@ def test_compact_demonstration_drops_its_instruction_and_keeps_the_clicked_item(
     demo = Demonstration(
         state=RESULTS, action="click[B000000009]", next_state=RESULTS, task_instruction=INSTRUCTION
     )
-    small = compact_demonstration(demo, state_chars=160, next_state_chars=240)
+    small = compact_demonstration(demo, state_chars=160, next_state_chars=240, arguments=("B000000009",))
     assert "[B000000009]" in small.state and INSTRUCTION not in small.state + small.next_state
     assert len(small.state) < len(demo.state) and small.action == demo.action
 
@@ -89,8 +90,20 @@ def test_structured_demonstration_lists_show_their_first_rows_and_the_one_the_ac
     assert shown is not None and json.loads(shown.next_state)["results"] == [*rows[:2], "[... 3 more]"]
     item = {"kind": "item", "results": [], "item": {"id": "B3"}}
     click = Demonstration(state=json.dumps(results), action="click[B3]", next_state=json.dumps(item))
-    kept = compact_structured_demonstration(click, chars=600)
+    kept = compact_structured_demonstration(click, chars=600, arguments=("B3",))
     assert kept is not None and json.loads(kept.state)["results"] == [*rows[:2], rows[3], "[... 2 more]"]
+    unnamed = compact_structured_demonstration(click, chars=600)
+    assert unnamed is not None and json.loads(unnamed.state)["results"] == [*rows[:2], "[... 3 more]"]
+
+
+def test_an_alfworld_demonstration_keeps_the_lines_of_the_objects_its_action_names():
+    room = ["-= Welcome to TextWorld, ALFRED! =-", *(f"On the shelf {i}, you see nothing." for i in range(1, 9))]
+    state = "\n".join([*room, "On the countertop 1, you see a apple 1, and a knife 2."])
+    demo = Demonstration(state=state, action="take apple 1 from countertop 1", next_state="You pick up the apple 1.")
+    arguments = get_domain("alfworld").action_arguments(demo.action)
+    assert arguments == ("apple 1", "countertop 1")
+    small = compact_demonstration(demo, state_chars=120, next_state_chars=120, arguments=arguments)
+    assert "On the countertop 1, you see a apple 1" in small.state and "shelf 8" not in small.state
 
 
 def test_grounder_compacts_structured_states_field_by_field(webshop_task):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
-from dreamgym_env.envs.alfworld.grammar import parse_action
+from dreamgym_env.envs.alfworld.grammar import parse_action, parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.prompt import PROMPT
 from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
@@ -55,6 +55,13 @@ class ALFWorldDomain(Domain):
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)
+
+    def action_arguments(self, action: str) -> tuple[str, ...]:
+        """The objects and receptacles named: ``put apple 1 in/on fridge 1`` -> ``("apple 1", "fridge 1")``."""
+        command = parse_command(action)
+        if isinstance(command, ActionError):
+            return ()
+        return tuple(name for name in (command.obj, command.recep) if name)
 
     @property
     def prompt(self) -> DomainPrompt:

@@ -149,6 +149,14 @@ class WebArenaDomain(Domain):
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)
 
+    def action_arguments(self, action: str) -> tuple[str, ...]:
+        """The element and the text: ``type [12] [red shoes] [1]`` -> ``("12", "red shoes")``, ``goto [url]`` -> ``("url",)``."""
+        command = parse_command(action)
+        if isinstance(command, ActionError):
+            return ()
+        named = (command.element, command.index, command.text)
+        return tuple(str(value) for value in named if value is not None and value != "")
+
     @property
     def prompt(self) -> DomainPrompt:
         return PROMPT
