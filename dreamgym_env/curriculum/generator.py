@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -33,13 +33,11 @@ from dreamgym_env.curriculum.variations import (
     InstructionVariations,
     Rejection,
     TaskVariations,
+    VariedDomain,
 )
 from dreamgym_env.errors import ConfigurationError, excerpt
 from dreamgym_env.replay.embedders import Embedder, HashedEmbedder, make_embedder
 from dreamgym_env.types import Task
-
-if TYPE_CHECKING:
-    from dreamgym_env.envs.domain import Domain
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +187,7 @@ class TaskGenerator:
     def __init__(
         self,
         chat: ChatModel,
-        domain: Domain | TaskVariations,
+        domain: VariedDomain | TaskVariations,
         *,
         embedder: Embedder | str | None = None,
         duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD,
@@ -329,7 +327,7 @@ class TaskGenerator:
         return run(self.generate(seeds, n)) if callable(run) else asyncio.run(self.generate(seeds, n))
 
 
-def variations_of(domain: Domain | TaskVariations) -> TaskVariations:
+def variations_of(domain: VariedDomain | TaskVariations) -> TaskVariations:
     """The domain's task-variation hook (a :class:`TaskVariations` is returned as is).
 
     A domain without its own hook gets :class:`InstructionVariations` (new instructions in the

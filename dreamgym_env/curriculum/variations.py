@@ -13,15 +13,26 @@ from __future__ import annotations
 import hashlib
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from dreamgym_env.errors import excerpt
-from dreamgym_env.types import Task
+from dreamgym_env.types import DomainPrompt, Split, Task
 
-if TYPE_CHECKING:
-    from dreamgym_env.envs.domain import Domain
+
+class VariedDomain(Protocol):
+    """What the task generator reads of a domain; every :class:`~dreamgym_env.envs.domain.Domain` is one."""
+
+    name: str
+
+    @property
+    def prompt(self) -> DomainPrompt: ...
+
+    def tasks(self, split: Split = "train") -> Sequence[Task]: ...
+
+    def task_variations(self) -> TaskVariations | None: ...
+
 
 RejectionKind = Literal["malformed", "duplicate", "infeasible"]
 REJECTION_KINDS: tuple[RejectionKind, ...] = ("malformed", "duplicate", "infeasible")
@@ -62,7 +73,7 @@ def normalise_instruction(text: str) -> str:
 class TaskVariations(ABC):
     """Builds and checks the generated tasks of one domain (one subclass per domain pack)."""
 
-    def __init__(self, domain: Domain) -> None:
+    def __init__(self, domain: VariedDomain) -> None:
         self.domain = domain
 
     @property

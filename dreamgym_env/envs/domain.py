@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_chec
 from pydantic import BaseModel
 
 from dreamgym_env.errors import ConfigurationError
-from dreamgym_env.types import ActionError, DomainPrompt, ParsedAction, Policy, Task
+from dreamgym_env.types import ActionError, DomainPrompt, ParsedAction, Policy, Split, Task
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -48,7 +48,6 @@ __all__ = [
     "fill_with_instruction",
 ]
 
-Split = Literal["train", "test"]
 RewardMode = Literal["outcome", "score"]
 """``"outcome"``: 1 when the task is won, else 0 (the paper's reward, every domain has it);
 ``"score"``: the domain's shaped score in [0, 1] (``info["score"]``), where it has one."""

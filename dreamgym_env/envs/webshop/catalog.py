@@ -7,16 +7,11 @@ import string
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import TYPE_CHECKING
 
 from dreamgym_env.envs.webshop import vocabulary as V
 from dreamgym_env.envs.webshop.matching import tokens
 from dreamgym_env.envs.webshop.search import BM25Index
 from dreamgym_env.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from dreamgym_env.envs.webshop.pages import Page
-    from dreamgym_env.envs.webshop.state import WebShopState
 
 DEFAULT_CATALOG_SEED = 0
 DEFAULT_NUM_PRODUCTS = 2_000
@@ -143,10 +138,6 @@ class Catalog:
         self.index = BM25Index([self._document(p) for p in self.products])
         self._search_cache: OrderedDict[tuple[str, ...], tuple[int, ...]] = OrderedDict()
         self._texts: dict[tuple[str, str], tuple[str, ...]] = {}
-        self.layouts: dict[Page, tuple[str, str, tuple[str, ...]]] = {}
-        """Rendered page layouts, filled by :func:`~dreamgym_env.envs.webshop.pages.render`."""
-        self.states: dict[Page, WebShopState] = {}
-        """Page states without their instruction, filled by :func:`~dreamgym_env.envs.webshop.state.state_of_page`."""
 
     @staticmethod
     def _new_id(rng: random.Random, taken: set[str]) -> str:

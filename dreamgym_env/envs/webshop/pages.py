@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -79,13 +80,20 @@ LAYOUT_CACHE_SIZE = 200_000
 """Page layouts (all of a page but its instruction) kept per catalog before the cache restarts."""
 
 
+_LAYOUTS: weakref.WeakKeyDictionary[Catalog, dict[Page, tuple[str, str, tuple[str, ...]]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Rendered page layouts of each catalog (a catalog's pages recur across episodes)."""
+
+
 def render(page: Page, instruction: str, catalog: Catalog) -> Rendered:
     """Render ``page`` for a task with ``instruction`` (the second line of every page)."""
-    layout = catalog.layouts.get(page)
+    layouts = _LAYOUTS.setdefault(catalog, {})
+    layout = layouts.get(page)
     if layout is None:
-        if len(catalog.layouts) >= LAYOUT_CACHE_SIZE:
-            catalog.layouts.clear()
-        layout = catalog.layouts[page] = _layout(page, catalog)
+        if len(layouts) >= LAYOUT_CACHE_SIZE:
+            layouts.clear()
+        layout = layouts[page] = _layout(page, catalog)
     header, body, labels = layout
     return Rendered(f"{header}\nInstruction: {instruction}\n{body}", labels)
 

@@ -20,6 +20,7 @@ typical results state about 1,400 (10 rows), an item state about 650.
 
 from __future__ import annotations
 
+import weakref
 from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -300,6 +301,10 @@ def _base_state(page: Page, catalog: Catalog) -> WebShopState:
     )
 
 
+_PAGE_STATES: weakref.WeakKeyDictionary[Catalog, dict[Page, WebShopState]] = weakref.WeakKeyDictionary()
+"""Page states of each catalog, without their instruction."""
+
+
 def state_of_page(page: Page, instruction: str, catalog: Catalog) -> WebShopState:
     """The state of a reference-env page for a task with ``instruction``.
 
@@ -307,11 +312,12 @@ def state_of_page(page: Page, instruction: str, catalog: Catalog) -> WebShopStat
     cached per catalog (without the instruction), so this costs a dictionary look-up and a
     shallow copy once a page has been seen.
     """
-    base = catalog.states.get(page)
+    states = _PAGE_STATES.setdefault(catalog, {})
+    base = states.get(page)
     if base is None:
-        if len(catalog.states) >= LAYOUT_CACHE_SIZE:
-            catalog.states.clear()
-        base = catalog.states[page] = _base_state(page, catalog)
+        if len(states) >= LAYOUT_CACHE_SIZE:
+            states.clear()
+        base = states[page] = _base_state(page, catalog)
     return base.model_copy(update={"instruction": instruction})
 
 
