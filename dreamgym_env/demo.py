@@ -26,13 +26,12 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -47,13 +46,14 @@ from dreamgym_env.agents.rollouts import collect_trajectories, stop_reason
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import default_domain, get_domain
-from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, PendingStep, ReadyStep, StateMode
+from dreamgym_env.envs.stepping import step_many
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, StateMode, StepResult
 from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.selection import served_trained_model
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.types import Task, Transition, state_text
+from dreamgym_env.types import Task, state_text
 
 EMBEDDED_MODEL_MB = 491
 """Size of the default embedded model (qwen-0.5b, Q4_K_M), said before it is assembled."""
@@ -449,7 +449,6 @@ class _Move:
     action: str
     fallback: bool
     same_page: bool
-    planned: PendingStep | ReadyStep
 
 
 def _play(
@@ -482,15 +481,16 @@ def _play(
             moves = [m for m in (_move(e, bar.console) for e in episodes if not e.over) if m is not None]
             if not moves:
                 break
-            pending = [m for m in moves if isinstance(m.planned, PendingStep)]
-            bar.console.rule(
-                f"step {step}: {len(moves)} episode(s), {len(pending)} model call(s) in one batch"
-            )
             started = time.perf_counter()
-            answers = _answer(moves[0].episode.env.experience_model, pending)
-            model_s += time.perf_counter() - started if pending else 0.0
-            for move in moves:
-                record = _finish(move, answers.get(id(move)), step, validator, bar.console)
+            # one model batch; a request the model fails for good stops its own episode alone
+            outcomes = step_many(
+                [m.episode.env for m in moves], [m.action for m in moves], isolate=(ExperienceModelError,)
+            )
+            model_s += time.perf_counter() - started
+            calls = sum(_called(outcome) for outcome in outcomes)
+            bar.console.rule(f"step {step}: {len(moves)} episode(s), {calls} model call(s) in one batch")
+            for move, outcome in zip(moves, outcomes, strict=True):
+                record = _finish(move, outcome, step, validator, bar.console)
                 if record is None:
                     continue
                 bar.console.print(_step_view(record, full))
@@ -512,45 +512,32 @@ def _move(episode: _Episode, console: Console) -> _Move | None:
     same_page = (env.state_text == episode.reference_text and not episode.reference_done) or _restore(
         episode.reference, episode.task, env.state_text
     )
-    return _Move(episode, action, fallback, same_page, env.plan_step(action))
+    return _Move(episode, action, fallback, same_page)
 
 
-def _answer(model: ExperienceModel, pending: list[_Move]) -> dict[int, Transition | BaseException]:
-    """The model's answers to the moves' requests, one batch; a failed request fails its move alone."""
-    if not pending:
-        return {}
-
-    async def each() -> list[Transition | BaseException]:
-        calls = [model.predict([cast(PendingStep, m.planned).request]) for m in pending]
-        answers = await asyncio.gather(*calls, return_exceptions=True)
-        return [a[0] if isinstance(a, list) else a for a in answers]
-
-    return {id(m): answer for m, answer in zip(pending, model.run(each()), strict=True)}
+def _called(outcome: StepResult | BaseException) -> bool:
+    """Whether a step asked the model (an invalid action's usage has attempts 0)."""
+    if isinstance(outcome, BaseException):
+        return True
+    usage = outcome[4].get("usage") or {}
+    return usage.get("attempts", 0) > 0 and not usage.get("cached", False)
 
 
 def _finish(
-    move: _Move, answer: Transition | BaseException | None, step: int, validator: gym.Env, console: Console
+    move: _Move, outcome: StepResult | BaseException, step: int, validator: gym.Env, console: Console
 ) -> DemoStep | None:
-    """Step the synthetic env with the model's answer and the reference env with the same action."""
+    """Record the synthetic env's step and step the reference env with the same action."""
     episode, env = move.episode, move.episode.env
-    try:
-        if isinstance(answer, BaseException):
-            raise answer
-        if isinstance(move.planned, PendingStep):
-            assert answer is not None
-            result = env.finish_step(move.planned, answer)
-        else:
-            result = env.commit_step(move.planned)
-    except ExperienceModelError as exc:  # typed, after its re-asks: this episode cannot go on
+    if isinstance(outcome, BaseException):  # typed, after its re-asks: this episode cannot go on
         console.print(
             Text(
-                f"episode {episode.number + 1}: the model failed this step ({exc}): episode stopped",
+                f"episode {episode.number + 1}: the model failed this step ({outcome}): episode stopped",
                 style="yellow",
             )
         )
         episode.over = True
         return None
-    episode.observation, reward, terminated, truncated, episode.info = result
+    episode.observation, reward, terminated, truncated, episode.info = outcome
     if episode.reference_done and not move.same_page:
         ref_state, ref_reward, ref_done = "(the reference episode has ended)", 0.0, True
     else:

@@ -32,6 +32,7 @@ def state_text(observation: Any, info: Mapping[str, Any]) -> str:
 Split = Literal["train", "test"]
 """A task split: the tasks an agent trains on, and the held-out ones it is tested on."""
 
+
 @dataclass(frozen=True)
 class ParsedAction:
     """A valid action: its verb (``search``, ``click``, ...), its argument and the normalised text."""

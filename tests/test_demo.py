@@ -273,7 +273,8 @@ def test_episodes_are_played_together_one_batch_of_model_calls_a_step():
     finally:
         model.close()
     text = out.getvalue()
-    assert model.peak == 3 and summary.model_calls == 6
+    # one predict call a step, with the 3 episodes' requests
+    assert model.peak == 1 and model.batches == 2 and model.calls == 6 and summary.model_calls == 6
     assert "step 1: 3 episode(s), 3 model call(s) in one batch" in text
     assert [(r.episode, r.step) for r in summary.records] == [(e, s) for e in range(3) for s in (1, 2)]
     assert "seconds per step (episodes played together)" in text

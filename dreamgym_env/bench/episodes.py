@@ -18,12 +18,11 @@ recorded with the error's type and message, and the run goes on with the next ep
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +33,8 @@ from dreamgym_env.bench.stats import DEFAULT_CONFIDENCE, wilson_interval
 from dreamgym_env.envs.models import experience_model_for
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain, reference_id
-from dreamgym_env.envs.synthetic import DreamEnv, PendingStep
+from dreamgym_env.envs.stepping import step_many
+from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import (
     ConfigurationError,
     ExperienceModelError,
@@ -44,7 +44,7 @@ from dreamgym_env.errors import (
     excerpt,
 )
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.types import ExperienceRequest, Task, Transition
+from dreamgym_env.types import Task
 
 SYNTHETIC_ENTRY_POINT = "dreamgym_env.envs.synthetic:DreamEnv"
 StepResult = tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]
@@ -266,42 +266,16 @@ def _step_lanes(envs: Sequence[gym.Env], actions: Mapping[int, str]) -> dict[int
     """Step each lane; on synthetic envs the model requests of all lanes go as one batch.
 
     A lane whose experience model fails (:data:`EPISODE_ERRORS`) gets the error instead of a
-    step result. A failed batch is asked again request by request (the backends cancel a
-    batch's other requests at its first failure), so that only the lanes that fail alone error.
+    step result, and only that lane (:func:`~dreamgym_env.envs.stepping.step_many`).
     """
     dreams = {i: envs[i].unwrapped for i in actions}
     if len(actions) < 2 or not all(isinstance(env, DreamEnv) for env in dreams.values()):
         return {i: _step_one(envs[i], action) for i, action in actions.items()}
-    results: dict[int, StepOutcome] = {}
-    pending: dict[int, PendingStep] = {}
-    for i, action in actions.items():
-        dream = dreams[i]
-        assert isinstance(dream, DreamEnv)
-        prepared = dream.prepare_step(action)  # an invalid action is answered at once
-        if isinstance(prepared, PendingStep):
-            pending[i] = prepared
-        else:
-            results[i] = prepared
-    if pending:
-        first = dreams[next(iter(pending))]
-        assert isinstance(first, DreamEnv)
-        model = first.experience_model
-        requests = [p.request for p in pending.values()]
-        outcomes: list[Transition | BaseException]
-        try:
-            outcomes = list(model.predict_sync(requests))
-        except EPISODE_ERRORS as exc:
-            outcomes = [exc] if len(requests) == 1 else model.run(_predict_each(model, requests))
-        for (i, prepared), outcome in zip(pending.items(), outcomes, strict=True):
-            if isinstance(outcome, EPISODE_ERRORS):
-                results[i] = outcome
-                continue
-            if isinstance(outcome, BaseException):
-                raise outcome
-            dream = dreams[i]
-            assert isinstance(dream, DreamEnv)
-            results[i] = dream.finish_step(prepared, outcome)
-    return results
+    lanes = list(actions)
+    stepped = step_many(
+        [cast(DreamEnv, dreams[i]) for i in lanes], [actions[i] for i in lanes], isolate=EPISODE_ERRORS
+    )
+    return {i: cast(StepOutcome, outcome) for i, outcome in zip(lanes, stepped, strict=True)}
 
 
 def _step_one(env: gym.Env, action: str) -> StepOutcome:
@@ -309,14 +283,6 @@ def _step_one(env: gym.Env, action: str) -> StepOutcome:
         return env.step(action)
     except EPISODE_ERRORS as exc:
         return exc
-
-
-async def _predict_each(
-    model: ExperienceModel, requests: Sequence[ExperienceRequest]
-) -> list[Transition | BaseException]:
-    """Each request alone, all concurrently: a transition or the request's own error."""
-    answers = await asyncio.gather(*(model.predict([r]) for r in requests), return_exceptions=True)
-    return [a if isinstance(a, BaseException) else a[0] for a in answers]
 
 
 def _usage_tokens(info: Mapping[str, Any]) -> int:

@@ -45,12 +45,16 @@ class PendingStep:
 
 @dataclass
 class ReadyStep:
-    """A step whose outcome is known but that is not recorded yet (see :meth:`DreamEnv.commit_step`)."""
+    """A step whose outcome is known but that is not recorded yet (see :func:`~dreamgym_env.envs.stepping.step_many`)."""
 
     step: Step
     info: dict[str, Any]
     observation: str
     keep_state: bool
+    abstract: BaseModel | None = None
+    """The next state parsed (structured mode), so that recording it parses nothing again."""
+    state_text: str = ""
+    """The next state rendered (structured mode)."""
 
 
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
@@ -261,12 +265,18 @@ class DreamEnv(gym.Env[str, str]):
         }
         return self.observation, info
 
-    def _set_state(self, state: str, observation: str | None = None) -> None:
-        """Make ``state`` the current state; ``observation``: the agent's view of it, when known."""
+    def _set_state(
+        self, state: str, observation: str | None = None, abstract: BaseModel | None = None, text: str = ""
+    ) -> None:
+        """Make ``state`` the current state.
+
+        ``observation`` is the agent's view of it, ``abstract`` and ``text`` the state parsed and
+        rendered, when the step already has them.
+        """
         self.state = state
         if self.state_mode == "structured":
-            self._abstract = self.domain.parse_state(state)
-            self.state_text = self.domain.render_state(self._abstract)
+            self._abstract = abstract if abstract is not None else self.domain.parse_state(state)
+            self.state_text = text if abstract is not None else self.domain.render_state(self._abstract)
         else:
             self.state_text = state
         self.observation = (
@@ -278,23 +288,15 @@ class DreamEnv(gym.Env[str, str]):
         return self._abstract
 
     def step(self, action: str) -> StepResult:
-        pending = self.prepare_step(action)
-        if isinstance(pending, tuple):
-            return pending
-        transition = self.experience_model.predict_one(pending.request)
-        return self.finish_step(pending, transition)
+        planned = self._plan_step(action)
+        if isinstance(planned, PendingStep):
+            planned = self._resolve_step(planned, self.experience_model.predict_one(planned.request))
+        return self._commit_step(planned)
 
-    def prepare_step(self, action: Any) -> PendingStep | StepResult:
-        """Parse ``action``; an invalid one is answered (and recorded) at once, a valid one becomes a request."""
-        planned = self.plan_step(action)
-        return self.commit_step(planned) if isinstance(planned, ReadyStep) else planned
-
-    def plan_step(self, action: Any) -> PendingStep | ReadyStep:
-        """Like :meth:`prepare_step`, but record nothing.
-
-        An invalid action's step waits for :meth:`commit_step` (the vector env commits only once
-        the whole batch has succeeded).
-        """
+    # The phases of a step, which envs.stepping.step_many runs over many envs: nothing is
+    # recorded until _commit_step, so a step that fails before it leaves the env as it was.
+    def _plan_step(self, action: Any) -> PendingStep | ReadyStep:
+        """Parse ``action``: an invalid one's step (recorded by :meth:`_commit_step`), a valid one's request."""
         if self.task is None or self._done:
             raise ConfigurationError("call reset() before step() (the episode has ended or not begun)")
         # Lone surrogates become U+FFFD: the request, the recorded step and the buffer stay UTF-8.
@@ -353,16 +355,13 @@ class DreamEnv(gym.Env[str, str]):
             f"{template} is a template from admissible_actions: replace {slots} with your own text"
         )
 
-    def finish_step(self, pending: PendingStep, transition: Transition) -> StepResult:
-        """Turn the model's transition for ``pending`` into Gymnasium's step tuple (and record it)."""
-        return self.commit_step(self.resolve_step(pending, transition))
-
-    def resolve_step(self, pending: PendingStep, transition: Transition) -> ReadyStep:
+    def _resolve_step(self, pending: PendingStep, transition: Transition) -> ReadyStep:
         """Check the model's transition for ``pending`` and build its step, recording nothing."""
         text = next_state = transition.next_state
         reward_source: RewardSource = "model"
         model_reward = transition.reward
         rubric: float | None = None
+        abstract: BaseModel | None = None
         if self.state_mode == "structured":
             assert self.task is not None
             try:
@@ -411,19 +410,15 @@ class DreamEnv(gym.Env[str, str]):
             "reward_source": reward_source,
             "demonstrations": len(pending.request.demonstrations),
         }
-        return ReadyStep(step, info, observation=observation, keep_state=False)
+        return ReadyStep(step, info, observation, False, abstract, text)
 
-    def commit_step(self, ready: ReadyStep) -> StepResult:
+    def _commit_step(self, ready: ReadyStep) -> StepResult:
         """Record a planned or resolved step (history, state, listeners) and return its step tuple."""
-        return self._record(
-            ready.step, ready.info, observation=ready.observation, keep_state=ready.keep_state
-        )
-
-    def _record(self, step: Step, info: dict[str, Any], *, observation: str, keep_state: bool) -> StepResult:
+        step, info, observation = ready.step, ready.info, ready.observation
         assert self.task is not None
         self.steps.append(step)
-        if not keep_state:
-            self._set_state(step.next_state, observation)
+        if not ready.keep_state:
+            self._set_state(step.next_state, observation, ready.abstract, ready.state_text)
         for listener in self.step_listeners:
             listener(self.task, step, len(self.steps) - 1)
         truncated = self.max_steps is not None and len(self.steps) >= self.max_steps and not step.done

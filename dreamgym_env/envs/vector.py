@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -13,17 +13,16 @@ from gymnasium.vector.utils import batch_space
 from dreamgym_env.envs.domain import Domain
 from dreamgym_env.envs.models import experience_model_for, own_arguments
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.stepping import step_many
 from dreamgym_env.envs.synthetic import (
     DEFAULT_HISTORY_LEN,
     DreamEnv,
-    PendingStep,
-    ReadyStep,
     RewardSource,
     StateMode,
+    StepResult,
 )
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.prompt import clip
 from dreamgym_env.types import Task
 
 
@@ -167,49 +166,23 @@ class DreamVectorEnv(VectorEnv):
         """
         if len(actions) != self.num_envs:
             raise ConfigurationError(f"got {len(actions)} actions for {self.num_envs} sub-envs")
-        ready: dict[int, ReadyStep] = {}
-        pending: dict[int, PendingStep] = {}
-        for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
-            if self._autoreset[i]:
-                continue  # reset when the step commits: a failed step must leave it to the retry
-            try:
-                planned = env.plan_step(action)
-            except DreamGymError as exc:
-                _name_sub_envs(exc, [i])
-                raise
-            if isinstance(planned, PendingStep):
-                pending[i] = planned
-            else:
-                ready[i] = planned
-        if pending:
-            # One batch, one hop to the model's event loop: the backend runs the calls concurrently.
-            requests = [p.request for p in pending.values()]
-            try:
-                transitions = self.experience_model.predict_sync(requests)
-            except DreamGymError as exc:
-                named = _named_sub_envs(exc, pending)
-                _name_sub_envs(exc, named or list(pending), exact=bool(named))
-                raise
-            for (i, prepared), transition in zip(pending.items(), transitions, strict=True):
-                try:
-                    ready[i] = self.envs[i].resolve_step(prepared, transition)
-                except DreamGymError as exc:
-                    _name_sub_envs(exc, [i])
-                    raise
-        return self._commit(ready)
+        # sub-envs that ended at the previous step are reset once the step succeeds (a failed
+        # step leaves them to the retry)
+        active = [i for i in range(self.num_envs) if not self._autoreset[i]]
 
-    def _commit(
-        self, ready: dict[int, ReadyStep]
-    ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Record the steps of a successful vector step and reset the sub-envs due for autoreset."""
+        def name(exc: DreamGymError, positions: list[int], exact: bool) -> None:
+            _name_sub_envs(exc, [active[p] for p in positions], exact=exact)
+
+        stepped = step_many([self.envs[i] for i in active], [actions[i] for i in active], on_error=name)
+        results = dict(zip(active, cast(list[StepResult], stepped), strict=True))
         observations: list[str] = [""] * self.num_envs
         rewards = np.zeros(self.num_envs, dtype=np.float64)
         terminations = np.zeros(self.num_envs, dtype=bool)
         truncations = np.zeros(self.num_envs, dtype=bool)
         infos: list[dict[str, Any]] = []
         for i, env in enumerate(self.envs):
-            if i in ready:
-                result = env.commit_step(ready[i])
+            if i in results:
+                result = results[i]
             else:
                 obs, info = env.reset(options=self.autoreset_options(i) if self.autoreset_options else None)
                 result = (obs, 0.0, False, False, info)
@@ -262,19 +235,6 @@ def batch_infos(infos: Sequence[dict[str, Any]]) -> dict[str, Any]:
             batched[key] = array
         batched["_" + key] = mask
     return batched
-
-
-def _named_sub_envs(exc: BaseException, pending: dict[int, PendingStep]) -> list[int]:
-    """The sub-envs whose request ``exc`` names; empty where it names none.
-
-    Backends start their messages with the request's task and action.
-    """
-    message = str(exc)
-    return [
-        i
-        for i, p in pending.items()
-        if f"task {p.request.task.id!r}, action {clip(p.request.action, 80)!r}" in message
-    ]
 
 
 def _name_sub_envs(exc: DreamGymError, indices: Sequence[int], *, exact: bool = True) -> None:

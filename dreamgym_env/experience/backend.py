@@ -69,6 +69,11 @@ class Deadline:
         return left if timeout is None else min(timeout, left)
 
 
+def request_context(request: ExperienceRequest) -> str:
+    """How errors about ``request`` start: its task and action (a vector env finds its sub-env by it)."""
+    return f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
+
+
 @runtime_checkable
 class ChatBackend(Protocol):
     """Answers one chat conversation, constrained to a JSON schema where the backend can.
@@ -142,7 +147,7 @@ class ChatExperienceModel(ExperienceModel):
         base = messages(request.prompt, request)
         if not self.system_prompt:
             base = [message for message in base if message["role"] != "system"]
-        context = f"task {request.task.id!r}, action {clip(request.action, 80)!r}"
+        context = request_context(request)
         answer_schema = answer_state_schema(request)
         judge = AnswerJudge(
             base,

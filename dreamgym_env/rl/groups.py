@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 
-from dreamgym_env.envs.synthetic import DreamEnv, PendingStep, StepResult
+from dreamgym_env.envs.stepping import step_many
+from dreamgym_env.envs.synthetic import DreamEnv, StepResult
 from dreamgym_env.envs.vector import DreamVectorEnv
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
@@ -76,37 +77,20 @@ def per_env_policy(policy: Callable[[str, dict[str, Any]], str]) -> BatchPolicy:
     return lambda observations, infos: [policy(o, i) for o, i in zip(observations, infos, strict=True)]
 
 
-def _plain_dream_env(env: gym.Env) -> DreamEnv | None:
-    return env if isinstance(env, DreamEnv) else None
-
-
 def step_envs(envs: Sequence[gym.Env], actions: Sequence[Any]) -> list[StepResult]:
-    """Step each env with its action; unwrapped :class:`DreamEnv` s sharing a model go in one batch.
+    """Step each env with its action; unwrapped :class:`DreamEnv` s go together (:func:`~dreamgym_env.envs.stepping.step_many`: one batch a model).
 
     Other envs (reference envs, wrapped envs) are stepped one after another.
     """
     results: list[StepResult | None] = [None] * len(envs)
-    pending: dict[int, list[tuple[int, PendingStep]]] = {}
-    models: dict[int, Any] = {}
+    dreams = [i for i, env in enumerate(envs) if isinstance(env, DreamEnv)]
     for i, (env, action) in enumerate(zip(envs, actions, strict=True)):
-        dream = _plain_dream_env(env)
-        if dream is None:
+        if i not in dreams:
             observation, reward, terminated, truncated, info = env.step(action)
             results[i] = (observation, float(reward), bool(terminated), bool(truncated), info)
-            continue
-        prepared = dream.prepare_step(action)
-        if isinstance(prepared, PendingStep):
-            key = id(dream.experience_model)
-            models[key] = dream.experience_model
-            pending.setdefault(key, []).append((i, prepared))
-        else:
-            results[i] = prepared
-    for key, items in pending.items():
-        transitions = models[key].predict_sync([p.request for _, p in items])
-        for (i, prepared), transition in zip(items, transitions, strict=True):
-            dream = _plain_dream_env(envs[i])
-            assert dream is not None
-            results[i] = dream.finish_step(prepared, transition)
+    stepped = step_many([cast(DreamEnv, envs[i]) for i in dreams], [actions[i] for i in dreams])
+    for i, result in zip(dreams, stepped, strict=True):
+        results[i] = cast(StepResult, result)
     return [r for r in results if r is not None]
 
 
