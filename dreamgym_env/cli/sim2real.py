@@ -48,6 +48,13 @@ def sim2real_command(
             "default: the score where the domain's reference env has one."
         ),
     ] = None,
+    synthetic_reward: Annotated[
+        str,
+        typer.Option(
+            help="Reward of the synthetic env: 'model' (the experience model's) or 'rubric' (the domain's "
+            "score of the model's predicted state; structured states)."
+        ),
+    ] = "model",
     eval_tasks: Annotated[int, typer.Option(help="Test-split tasks every agent is evaluated on.")] = 500,
     max_actions: Annotated[
         int | None,
@@ -66,6 +73,7 @@ def sim2real_command(
     from rich.console import Console
     from rich.table import Table
 
+    from dreamgym_env.envs.synthetic import RewardSource
     from dreamgym_env.rl.sim2real import (
         RewardKind,
         Sim2RealConfig,
@@ -85,6 +93,7 @@ def sim2real_command(
             model=model,
             error_rates=parse_error_rates(error_rates),
             reward=cast("RewardKind", reward),  # checked by Sim2RealConfig
+            synthetic_reward=cast("RewardSource", synthetic_reward),
             eval_tasks=eval_tasks,
             workers=workers,
             seed=seed,

@@ -31,7 +31,7 @@ import numpy as np
 
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, StateMode
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, RewardSource, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.trained import DISTILLED_DIR, TrainedModel
@@ -79,7 +79,9 @@ class Sim2RealConfig:
     ``DREAMGYM_BASE_URL`` ...), ``"local"`` (the embedded model) or ``"auto"`` (the default
     choice), or any name the envs take (``"local:<trained or distilled directory>"``,
     ``"endpoint:<model>"``); a trained model's synthetic env speaks the state mode it learned
-    (:func:`synthetic_settings`); ``error_rates`` apply to the oracle only. ``reward``: ``"score"`` trains on the
+    (:func:`synthetic_settings`); ``error_rates`` apply to the oracle only. ``synthetic_reward``:
+    ``"model"`` (the experience model's reward) or ``"rubric"`` (the domain's score of the
+    model's predicted state, structured synthetic states only; see ``DreamEnv(reward_mode=)``). ``reward``: ``"score"`` trains on the
     domain's shaped score (where its reference env has one, ``Domain.reward_modes``),
     ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one
     and its reference env pays it at the episode's end (:func:`score_paid_at_end`: the
@@ -97,6 +99,7 @@ class Sim2RealConfig:
     model: str = "oracle"
     error_rates: tuple[float, ...] = (0.0,)
     reward: RewardKind | None = None
+    synthetic_reward: RewardSource = "model"
     eval_tasks: int = DEFAULT_EVAL_TASKS
     seed: int = 0
     workers: int = 2
@@ -124,6 +127,15 @@ class Sim2RealConfig:
             )
         if self.model != "oracle" and self.error_rates != (0.0,):
             raise ConfigurationError("error_rates apply to model='oracle' only")
+        if self.synthetic_reward not in ("model", "rubric"):
+            raise ConfigurationError(
+                f"synthetic_reward must be 'model' or 'rubric', got {self.synthetic_reward!r}"
+            )
+        if self.synthetic_reward == "rubric" and synthetic_settings(self).state_mode != "structured":
+            raise ConfigurationError(
+                f"synthetic_reward='rubric' scores structured states; {self.model!r} on {self.domain!r} "
+                "gets text ones"
+            )
 
     @property
     def synthetic_budget(self) -> int:
@@ -285,6 +297,7 @@ def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> gym.Env:
         split="train",
         state_mode=settings.state_mode,
         history_len=settings.history_len,
+        reward_mode=config.synthetic_reward,
     )
 
 
@@ -496,7 +509,7 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
     model = _make_model(config, venv)
     monitor = TrainingMonitor()
     model.learn(config.synthetic_budget, callback=monitor)
-    label = config.model if config.model != "oracle" else "oracle"
+    label = config.model if config.synthetic_reward == "model" else f"{config.model} (rubric reward)"
     e = error_rate if config.model == "oracle" else None
     success, episodes = _evaluate(config, model, embedder)
     synthetic_steps = model.num_timesteps

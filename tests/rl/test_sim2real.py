@@ -13,6 +13,7 @@ from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.rl.sim2real import (
     Sim2RealConfig,
     SyntheticSettings,
+    _synthetic_env,
     choose_max_actions,
     make_experience_model,
     parse_error_rates,
@@ -136,3 +137,14 @@ def test_the_cli_command_runs_and_reports_bad_arguments(tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "DreamGym-S2R-PPO" in result.output and (tmp_path / "learning_curves.png").exists()
+
+
+def test_the_synthetic_env_can_pay_the_domains_rubric_of_the_models_own_state(scripted_model):
+    config = Sim2RealConfig(domain="webshop", model="local:distilled", synthetic_reward="rubric")
+    env = _synthetic_env(config, scripted_model)  # the distilled model answers structured states
+    assert env.state_mode == "structured" and env.reward_mode == "rubric"
+    env.close()
+    with pytest.raises(ConfigurationError, match=r"rubric.*structured"):
+        Sim2RealConfig(domain="webshop", model="oracle", synthetic_reward="rubric")  # text states
+    with pytest.raises(ConfigurationError, match="'model' or 'rubric'"):
+        Sim2RealConfig(domain="webshop", synthetic_reward="oracle")  # type: ignore[arg-type]
