@@ -245,19 +245,21 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
     """The server's task indices per split, where its source defines them."""
     reward_modes: ClassVar[tuple[RewardMode, ...]] = ("outcome",)
     """The ``reward`` values the server's answers can pay."""
+    domain_name: ClassVar[str]
+    """The registered domain whose tasks and grammar the server plays (unless ``domain=`` is passed)."""
 
     def __init__(
         self,
-        domain: Domain,
-        base_url: str | None,
-        split: str,
-        tasks: Sequence[int | str | Task] | None,
-        reward: RewardMode,
-        max_steps: int | None,
-        timeout_s: float | None,
-        render_mode: str | None,
-        max_text_length: int,
-        /,
+        *,
+        base_url: str | None = None,
+        split: str = "test",
+        tasks: Sequence[int | str | Task] | None = None,
+        reward: RewardMode = "outcome",
+        max_steps: int | None = None,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        render_mode: str | None = None,
+        max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
+        domain: Domain | None = None,
     ) -> None:
         if reward not in self.reward_modes:
             raise ConfigurationError(
@@ -270,6 +272,10 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
         render_modes = self.metadata["render_modes"]
         if render_mode is not None and render_mode not in render_modes:
             raise ConfigurationError(f"render_mode must be one of {list(render_modes)}")
+        if domain is None:
+            from dreamgym_env.envs.registry import get_domain  # the packs import this module
+
+            domain = get_domain(self.domain_name)
         self.domain: Domain = domain
         self.hint = (
             f"Start the server with `{self.launch_command}` (AgentGym's README) and pass its URL as "

@@ -20,16 +20,36 @@ from dreamgym_env.replay.grounding import (
     COMPACT_DEMO_NEXT_STATE_CHARS,
     COMPACT_DEMO_STATE_CHARS,
     DEFAULT_K,
-    ActionArguments,
     ReplayGrounder,
 )
 from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
 from dreamgym_env.types import Source, Step, Task, state_text
 
 
-def _action_arguments(dream_envs: list[DreamEnv]) -> ActionArguments | None:
-    """What an action names, by the domain of the synthetic envs (one domain per wrapper)."""
-    return dream_envs[0].domain.action_arguments if dream_envs else None
+def _ground(
+    env: gym.Env | VectorEnv,
+    buffer: ExperienceReplayBuffer,
+    k: int,
+    write_back: bool,
+    sources: Sequence[Source] | None,
+    record_invalid: bool,
+    state_chars: int | None,
+    next_state_chars: int | None,
+) -> tuple[list[DreamEnv], ReplayGrounder, _Hooks]:
+    """The synthetic envs behind ``env``, the grounder of the wrapper's arguments and its hooks on them."""
+    dream_envs = _dream_envs(env)
+    grounder = ReplayGrounder(
+        buffer,
+        k=k,
+        sources=sources,
+        write_back=write_back,
+        record_invalid=record_invalid,
+        state_chars=state_chars,
+        next_state_chars=next_state_chars,
+        # what an action names, by the synthetic envs' domain (one domain per wrapper)
+        action_arguments=dream_envs[0].domain.action_arguments if dream_envs else None,
+    )
+    return dream_envs, grounder, _Hooks(grounder, dream_envs, _inner_hooks(env))
 
 
 def _dream_envs(env: gym.Env | VectorEnv) -> list[DreamEnv]:
@@ -171,18 +191,9 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
             )
         _check_text_spaces(type(self).__name__, env.observation_space, env.action_space)
         super().__init__(env)
-        self.dream_envs = _dream_envs(env)
-        self.grounder = ReplayGrounder(
-            buffer,
-            k=k,
-            sources=sources,
-            write_back=write_back,
-            record_invalid=record_invalid,
-            state_chars=state_chars,
-            next_state_chars=next_state_chars,
-            action_arguments=_action_arguments(self.dream_envs),
+        self.dream_envs, self.grounder, self._hooks = _ground(
+            env, buffer, k, write_back, sources, record_invalid, state_chars, next_state_chars
         )
-        self._hooks = _Hooks(self.grounder, self.dream_envs, _inner_hooks(env))
         self._state = ""
         self._task: Task | None = None
         self._episode_id = ""
@@ -259,18 +270,9 @@ class VectorReplayGrounding(VectorWrapper):
     ) -> None:
         _check_text_spaces(type(self).__name__, env.single_observation_space, env.single_action_space)
         super().__init__(env)
-        self.dream_envs = _dream_envs(env)
-        self.grounder = ReplayGrounder(
-            buffer,
-            k=k,
-            sources=sources,
-            write_back=write_back,
-            record_invalid=record_invalid,
-            state_chars=state_chars,
-            next_state_chars=next_state_chars,
-            action_arguments=_action_arguments(self.dream_envs),
+        self.dream_envs, self.grounder, self._hooks = _ground(
+            env, buffer, k, write_back, sources, record_invalid, state_chars, next_state_chars
         )
-        self._hooks = _Hooks(self.grounder, self.dream_envs, _inner_hooks(env))
         if not self.dream_envs:
             mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
             if mode != AutoresetMode.NEXT_STEP:

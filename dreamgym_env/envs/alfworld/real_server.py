@@ -38,17 +38,13 @@ from typing import Any, ClassVar, Final
 
 from dreamgym_env.envs.alfworld.grammar import Command, parse_command
 from dreamgym_env.envs.alfworld.state import BANNER, location_numbers
-from dreamgym_env.envs.domain import ActionError, Domain, RewardMode
+from dreamgym_env.envs.domain import ActionError, RewardMode
 from dreamgym_env.envs.real import (
-    DEFAULT_MAX_TEXT_LENGTH,
-    DEFAULT_TIMEOUT_S,
     RealServerEnv,
     ServerReply,
     expect_fields,
 )
-from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import RealServerError
-from dreamgym_env.types import Task
 
 __all__ = ["ALFWorldServerEnv", "arrival_observation", "room_receptacles", "start_observation"]
 
@@ -162,28 +158,11 @@ class ALFWorldServerEnv(RealServerEnv):
     base_url_variable = "DREAMGYM_ALFWORLD_SERVER"
     launch_command = "alfworld --host 0.0.0.0 --port 36001"
     item_prefix = "alfworld"
+    domain_name = "alfworld"
+    _receptacles: tuple[str, ...] = ()
     instance_field = "id"
     splits: ClassVar = {"train": TRAIN_GAMES, "test": TEST_GAMES}
     reward_modes: ClassVar[tuple[RewardMode, ...]] = ("outcome",)
-
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        split: str = "test",
-        tasks: Sequence[int | str | Task] | None = None,
-        reward: RewardMode = "outcome",
-        max_steps: int | None = None,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        render_mode: str | None = None,
-        max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
-        domain: Domain | None = None,
-    ) -> None:
-        domain = domain if domain is not None else get_domain("alfworld")
-        super().__init__(
-            domain, base_url, split, tasks, reward, max_steps, timeout_s, render_mode, max_text_length
-        )
-        self._receptacles: tuple[str, ...] = ()
 
     def _answer(self, path: str, answer: object, fields: dict[str, Any]) -> dict[str, Any]:
         """``answer`` with ``fields``; the server's ``{"error": ...}`` raised as a RealServerError."""

@@ -32,17 +32,13 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
-from dreamgym_env.envs.domain import Domain, RewardMode
+from dreamgym_env.envs.domain import RewardMode
 from dreamgym_env.envs.real import (
-    DEFAULT_MAX_TEXT_LENGTH,
-    DEFAULT_TIMEOUT_S,
     RealServerEnv,
     ServerReply,
     expect_fields,
 )
-from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.real_text import SEP
-from dreamgym_env.types import Task
 
 __all__ = ["WebShopServerEnv", "page_labels"]
 
@@ -144,28 +140,11 @@ class WebShopServerEnv(RealServerEnv):
     base_url_variable = "DREAMGYM_WEBSHOP_SERVER"
     launch_command = "webshop --host 0.0.0.0 --port 36001"
     item_prefix = "webshop"
+    domain_name = "webshop"
+    _clickables: frozenset[str] = frozenset()
     instance_field = "env_idx"
     splits: ClassVar = {"test": EVALUATION_SESSIONS}
     reward_modes: ClassVar[tuple[RewardMode, ...]] = ("outcome", "score")
-
-    def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        split: str = "test",
-        tasks: Sequence[int | str | Task] | None = None,
-        reward: RewardMode = "outcome",
-        max_steps: int | None = None,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        render_mode: str | None = None,
-        max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
-        domain: Domain | None = None,
-    ) -> None:
-        domain = domain if domain is not None else get_domain("webshop")
-        super().__init__(
-            domain, base_url, split, tasks, reward, max_steps, timeout_s, render_mode, max_text_length
-        )
-        self._clickables: frozenset[str] = frozenset()
 
     def _create(self) -> int:
         created = self.client.post("/create")
