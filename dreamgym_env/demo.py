@@ -143,7 +143,7 @@ class DemoSummary:
 
 def _build_model(model: str | None, pack: Domain) -> ExperienceModel:
     """The experience model for ``--model``: a model name (``local:base``, ``oracle:0.1`` ...), a preset, a GGUF path, an endpoint model name, or the pack's default."""
-    from dreamgym_env.envs.models import experience_model_for
+    from dreamgym_env.envs.models import MODEL_KINDS, experience_model_for
     from dreamgym_env.experience.provision import PRESETS
 
     if model is None:  # as gym.make chooses, but never cached: the demo measures fresh answers
@@ -152,7 +152,7 @@ def _build_model(model: str | None, pack: Domain) -> ExperienceModel:
         return experience_model_for(pack, f"local:{model.strip().lower()}")
     if model.endswith(".gguf") or Path(model).expanduser().exists():
         return experience_model_for(pack, f"local:{model}")
-    if model.partition(":")[0].strip().lower() in ("local", "endpoint", "oracle"):
+    if model.partition(":")[0].strip().lower() in MODEL_KINDS:
         return experience_model_for(pack, model)
     return experience_model_for(pack, f"endpoint:{model}")
 

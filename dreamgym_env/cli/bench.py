@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from dreamgym_env.errors import ConfigurationError, UnknownNameError
+from dreamgym_env.errors import ConfigurationError
 
 
 def bench_command(
@@ -65,13 +65,13 @@ def bench_command(
     from dreamgym_env.agents.make import make_agent, make_chat_client, split_agent_spec
     from dreamgym_env.bench.episodes import BenchResult, env_spec, is_synthetic, run_bench
     from dreamgym_env.bench.report import markdown_report, write_report
+    from dreamgym_env.envs.models import model_kind
     from dreamgym_env.envs.registry import get_domain
-    from dreamgym_env.rl.sim2real import MODEL_KINDS, make_experience_model
+    from dreamgym_env.rl.sim2real import make_experience_model
 
     if split not in ("test", "train"):
         raise ConfigurationError(f"--split must be 'test' or 'train', got {split!r}")
-    if model not in MODEL_KINDS:
-        raise UnknownNameError("experience model kind", model, MODEL_KINDS)
+    model_kind(model)
     if model != "oracle" and error_rate:
         raise ConfigurationError("--error-rate applies to --model oracle only")
     specs = [split_agent_spec(a) for a in agent]  # names are checked before anything loads

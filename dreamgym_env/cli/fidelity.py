@@ -26,17 +26,11 @@ if TYPE_CHECKING:
     from dreamgym_env.envs.domain import Domain
     from dreamgym_env.experience.base import ExperienceModel
 
-MODEL_KINDS = ("local", "endpoint", "oracle")
-
-
 def build_model(spec: str, domain: Domain, *, seed: int = 0) -> ExperienceModel:
     """The model of ``--model``: ``oracle[:error_rate]``, ``endpoint[:model name]``, ``local`` (the pack's trained adapter), ``local:base`` or ``local:<preset, .gguf or trained dir>``."""
-    from dreamgym_env.envs.models import experience_model_for
+    from dreamgym_env.envs.models import experience_model_for, model_kind
 
-    if spec.partition(":")[0].strip().lower() not in MODEL_KINDS:
-        raise ConfigurationError(
-            f"--model must be one of {', '.join(MODEL_KINDS)} (with ':<value>'), got {spec!r}"
-        )
+    model_kind(spec)
     return experience_model_for(domain, spec, seed=seed)
 
 

@@ -19,11 +19,22 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from dreamgym_env.envs.domain import Domain
-from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.trained import TrainedModel
 
 ORACLE_SPEC = "oracle"
+MODEL_KINDS = ("local", "endpoint", "oracle", "auto")
+"""The kinds of an experience model's name, ``kind[:value]``: ``local:distilled``, ``endpoint:<model>``,
+``oracle:0.1``; ``auto`` is what ``gym.make`` chooses (an endpoint if configured, else the pack's model)."""
+
+
+def model_kind(spec: str) -> str:
+    """The kind of the model name ``spec`` (lower case), or :class:`~dreamgym_env.errors.UnknownNameError`."""
+    kind = spec.partition(":")[0].strip().lower()
+    if kind not in MODEL_KINDS:
+        raise UnknownNameError("experience model kind", spec, MODEL_KINDS)
+    return kind
 
 
 def pack_trained_model(domain: Domain) -> TrainedModel | None:
@@ -61,6 +72,8 @@ def experience_model_for(
                 "experience model instead, or pass no experience_model"
             )
         return model
+    if isinstance(model, str) and model.strip().lower() == "auto":
+        model = None
     if model is None:
         return default_experience_model(trained=pack_trained_model(domain), domain=domain.name, **settings)
     if not isinstance(model, str):

@@ -30,6 +30,7 @@ import gymnasium as gym
 import numpy as np
 
 from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.envs.models import experience_model_for, model_kind
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, RewardSource, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
@@ -39,7 +40,6 @@ from dreamgym_env.types import Task
 from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS
 
 ALGOS = ("ppo",)
-MODEL_KINDS = ("oracle", "endpoint", "local", "auto")
 RewardKind = Literal["score", "outcome"]
 DEFAULT_REAL_STEPS = 30_000
 DEFAULT_EVAL_TASKS = 500
@@ -109,8 +109,7 @@ class Sim2RealConfig:
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
             raise UnknownNameError("algorithm", self.algo, ALGOS)
-        if self.model.partition(":")[0] not in MODEL_KINDS:
-            raise UnknownNameError("experience model kind", self.model, MODEL_KINDS)
+        model_kind(self.model)
         modes = get_domain(self.domain).reward_modes
         if self.reward is None:
             score = "score" in modes and score_paid_at_end(self.domain)
@@ -222,13 +221,8 @@ def make_experience_model(
         from dreamgym_env.envs.oracle import OracleExperienceModel
 
         return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs={"reward": reward})
-    if kind.partition(":")[0] not in MODEL_KINDS:
-        raise UnknownNameError("experience model kind", kind, MODEL_KINDS)
-    from dreamgym_env.envs.models import experience_model_for
-    from dreamgym_env.envs.registry import get_domain
-
-    # auto: as gym.make chooses (an endpoint if configured, else the pack's trained model)
-    return experience_model_for(get_domain(domain), None if kind == "auto" else kind, seed=seed)
+    model_kind(kind)
+    return experience_model_for(get_domain(domain), kind, seed=seed)
 
 
 def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:

@@ -96,7 +96,7 @@ def test_a_domain_the_oracle_must_replay_gets_whole_episodes_and_grounding(tmp_p
         (["--grounding", "rag"], "--grounding takes a comma-separated list of none, replay"),
         (["--model", "oracle:lots"], "oracle:<error_rate> needs a number in [0, 1], got 'lots'"),
         (["--model", "oracle:1.5"], "error_rate must be in [0, 1], got 1.5"),
-        (["--model", "gpt"], "--model must be one of local, endpoint, oracle"),
+        (["--model", "gpt"], "unknown experience model kind 'gpt'. Known: auto, endpoint, local, oracle"),
         (["--domain", "webshp"], "unknown domain 'webshp'. Did you mean 'webshop'?"),
     ],
 )
