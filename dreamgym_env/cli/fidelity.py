@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from dreamgym_env.envs.domain import Domain
     from dreamgym_env.experience.base import ExperienceModel
 
+
 def build_model(spec: str, domain: Domain, *, seed: int = 0) -> ExperienceModel:
     """The model of ``--model``: ``oracle[:error_rate]``, ``endpoint[:model name]``, ``local`` (the pack's trained adapter), ``local:base`` or ``local:<preset, .gguf or trained dir>``."""
     from dreamgym_env.envs.models import experience_model_for, model_kind

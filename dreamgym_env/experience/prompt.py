@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -202,10 +201,6 @@ def state_fields(state_schema: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-"""Any surrogate code point: no UTF-8 encoder accepts one in a Python string."""
-
-
 def utf8_safe(text: str) -> str:
     r"""``text`` made encodable as UTF-8: surrogate code points become what they stand for.
 
@@ -214,9 +209,11 @@ def utf8_safe(text: str) -> str:
     character; a lone surrogate becomes U+FFFD, the replacement character: that is what the
     model sees and what the cache key holds. Text without surrogates is returned as is.
     """
-    if _SURROGATE.search(text) is None:
+    try:
+        text.encode("utf-8")  # the common case, at C speed: no surrogate
         return text
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 def clip(text: str, limit: int) -> str:

@@ -101,6 +101,8 @@ _CALL_ERRORS = (
     OSError,
     InvalidResponse,
 )
+FORMAT_CACHE_SIZE = 16
+"""``response_format`` JSON texts kept (one per schema; structured requests without carried fields share one)."""
 _COOLING_ERRORS = (ModelServerError, ModelTimeoutError, ModelTransportError)
 """Failures that take an endpoint out for ``cooldown_s`` (a 429 only sends the retry elsewhere)."""
 
@@ -239,7 +241,11 @@ def _route(base_url: str, api_key: str, path: str = "/chat/completions") -> _Rou
     proxy = None
     if not urllib.request.proxy_bypass(host):
         proxy = urllib.request.getproxies().get(parts.scheme)
-    headers = {"Authorization": authorization, "Accept": "application/json"}
+    headers = {
+        "Authorization": authorization,
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+    }
     host_port = parts.netloc.rpartition("@")[2]  # the credentials go in the header
     url = urlunsplit((parts.scheme, host_port, parts.path + path, parts.query, ""))
     return _Route(url, headers, proxy)
@@ -302,6 +308,7 @@ class EndpointTransport:
         self._backend, self._secrets = config.describe(), config.secrets  # the config is frozen
         self._mode: FormatMode = FORMAT_MODES[0]
         self._token_field = "max_tokens"
+        self._formats: dict[tuple[str, str, bool, int], tuple[Mapping[str, Any], str]] = {}
         self._binding: _LoopBinding | None = None
 
     @property
@@ -460,17 +467,29 @@ class EndpointTransport:
             "temperature": self.config.temperature,
             self._token_field: self.config.max_tokens,
         }
-        fmt = response_format(mode, schema, schema_name, strict) if schema is not None else None
-        if fmt is not None:
-            body["response_format"] = fmt
-        text = await self._post(session, endpoint, body, timeout)
+        payload = json.dumps(body)
+        fmt = self._format_json(mode, schema, schema_name, strict) if schema is not None else ""
+        if fmt:  # the schema's JSON is written once, not per request
+            payload = f'{payload[:-1]}, "response_format": {fmt}}}'
+        text = await self._post(session, endpoint, payload, timeout)
         # :func:`chat_reply` checks the body's shape (proxies answer HTTP 200 with anything).
         return chat_reply(text, calls, endpoint.name)
 
+    def _format_json(self, mode: FormatMode, schema: Mapping[str, Any], name: str, strict: bool) -> str:
+        """The ``response_format`` field's JSON (``""``: none in this mode), kept for the schemas seen last."""
+        key = (mode, name, strict, id(schema))
+        cached = self._formats.get(key)
+        if cached is None or cached[0] is not schema:  # an id is only unique while its object lives
+            if len(self._formats) >= FORMAT_CACHE_SIZE:
+                self._formats.clear()
+            fmt = response_format(mode, schema, name, strict)
+            cached = self._formats[key] = (schema, json.dumps(fmt) if fmt is not None else "")
+        return cached[1]
+
     async def _post(
-        self, session: aiohttp.ClientSession, endpoint: Endpoint, body: dict[str, Any], timeout: float | None
+        self, session: aiohttp.ClientSession, endpoint: Endpoint, body: str, timeout: float | None
     ) -> str:
-        """POST ``body`` to ``endpoint``'s ``/chat/completions``: the answer's text, or an error.
+        """POST ``body`` (a JSON text) to ``endpoint``'s ``/chat/completions``: the answer's text, or an error.
 
         Raises :class:`HTTPStatusError` for an HTTP error answer, and aiohttp's or asyncio's
         errors when there is no answer (:func:`translate_error` maps them all).
@@ -478,7 +497,7 @@ class EndpointTransport:
         route = self._routes[endpoint]
         async with session.post(
             route.url,
-            json=body,
+            data=body.encode("utf-8"),
             headers=route.headers,
             proxy=route.proxy,
             timeout=aiohttp.ClientTimeout(total=timeout),
