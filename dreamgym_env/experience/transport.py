@@ -316,11 +316,6 @@ class EndpointTransport:
         """The structured-output mode that later calls will use (downgraded when refused)."""
         return self._mode
 
-    @property
-    def token_field(self) -> str:
-        """``max_tokens``, or ``max_completion_tokens`` once the server asked for it."""
-        return self._token_field
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.describe()!r})"
 

@@ -42,7 +42,7 @@ from dreamgym_env.replay.records import (
     ReplayHit,
     ReplayRecord,
 )
-from dreamgym_env.replay.store import (
+from dreamgym_env.replay.sqlite import (
     DEFAULT_BUSY_TIMEOUT_S,
     DEFAULT_COMMIT_EVERY,
     DEFAULT_COMMIT_INTERVAL_S,

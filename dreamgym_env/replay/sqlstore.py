@@ -18,9 +18,9 @@ hook                         what it does
 ``size_bytes``               the space the buffer takes
 ===========================  ====================================================================
 
-Implementations: :class:`~dreamgym_env.replay.store.ReplayStore` (SQLite, one file or memory)
+Implementations: :class:`~dreamgym_env.replay.sqlite.ReplayStore` (SQLite, one file or memory)
 and :class:`~dreamgym_env.replay.postgres.PostgresReplayStore` (a PostgreSQL database shared
-by writers on several hosts); :func:`~dreamgym_env.replay.store.open_store` picks one.
+by writers on several hosts); :func:`~dreamgym_env.replay.sqlite.open_store` picks one.
 """
 
 from __future__ import annotations

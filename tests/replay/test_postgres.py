@@ -11,7 +11,7 @@ import pytest
 from dreamgym_env.errors import DataError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.embedders import HashedEmbedder
-from dreamgym_env.replay.store import ReplayStore, is_postgres_url, open_store
+from dreamgym_env.replay.sqlite import ReplayStore, is_postgres_url, open_store
 from dreamgym_env.types import Step, Task
 
 PASSWORD = "pw-Zq81sEcret"
