@@ -24,7 +24,7 @@ from dreamgym_env.agents import make_policy
 from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN, StateMode, normalize_state
 from dreamgym_env.envs.domain import Domain, Policy
 from dreamgym_env.envs.synthetic import DreamEnv
-from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.errors import ConfigurationError, ModelOutputError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import Task
 
@@ -41,6 +41,9 @@ class EpisodeConsistency:
     ``agreed``: the steps before the first divergence (``steps`` when there was none; 0 when the
     first observations already differ). ``*_won``: each env's outcome; the reference env's is
     its outcome at the step it ended, or at the synthetic episode's end if it had not ended.
+    ``stopped``: the synthetic episode could not go on (a state the model wrote with no
+    admissible action, or a step it kept answering unusably after its re-asks); it counts as
+    not won and as diverged from there.
     """
 
     policy: str
@@ -49,6 +52,7 @@ class EpisodeConsistency:
     agreed: int
     synthetic_won: bool
     reference_won: bool
+    stopped: bool = False
 
     @property
     def outcome_agrees(self) -> bool:
@@ -65,12 +69,14 @@ class ConsistencyReport:
     step_agreement: float
     """Mean share of an episode's steps before its first divergence."""
     full_agreement: float
-    """Share of episodes that never diverged."""
+    """Share of episodes that never diverged (and were not stopped)."""
     outcome_agreement: float
     """Share of episodes whose outcome (won or not) is the same in both envs."""
     mean_steps: float
     synthetic_success: float
     reference_success: float
+    stopped: float = 0.0
+    """Share of synthetic episodes that could not go on (see :class:`EpisodeConsistency`)."""
 
     @classmethod
     def of(cls, policy: str, episodes: Sequence[EpisodeConsistency]) -> ConsistencyReport:
@@ -80,11 +86,12 @@ class ConsistencyReport:
             policy=policy,
             episodes=n,
             step_agreement=sum(e.agreed / max(e.steps, 1) for e in episodes) / n,
-            full_agreement=sum(e.agreed == e.steps for e in episodes) / n,
+            full_agreement=sum(e.agreed == e.steps and not e.stopped for e in episodes) / n,
             outcome_agreement=sum(e.outcome_agrees for e in episodes) / n,
             mean_steps=sum(e.steps for e in episodes) / n,
             synthetic_success=sum(e.synthetic_won for e in episodes) / n,
             reference_success=sum(e.reference_won for e in episodes) / n,
+            stopped=sum(e.stopped for e in episodes) / n,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,10 +114,17 @@ def play_and_replay(
     reference_observation, _ = reference.reset(seed=seed, options={"task": task})
     diverged = normalize_state(observation) != normalize_state(reference_observation)
     steps = agreed = 0
-    terminated = truncated = reference_ended = synthetic_won = reference_won = False
+    terminated = truncated = reference_ended = synthetic_won = reference_won = stopped = False
     while not (terminated or truncated):
+        if info.get("admissible_actions") == []:  # the model wrote a state with nothing to do
+            stopped = True
+            break
         action = policy(observation, info)
-        observation, reward, terminated, truncated, info = synthetic.step(action)
+        try:
+            observation, reward, terminated, truncated, info = synthetic.step(action)
+        except ModelOutputError:  # the env recorded nothing; the episode cannot go on
+            stopped = True
+            break
         steps += 1
         synthetic_won = _won(info, float(reward), terminated)
         same = False
@@ -127,7 +141,9 @@ def play_and_replay(
             )
         diverged = diverged or not same
         agreed += not diverged
-    return EpisodeConsistency(policy_name, task.id, steps, agreed, synthetic_won, reference_won)
+    if stopped:
+        synthetic_won = False
+    return EpisodeConsistency(policy_name, task.id, steps, agreed, synthetic_won, reference_won, stopped)
 
 
 def rollout_consistency(

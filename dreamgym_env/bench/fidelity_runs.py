@@ -152,7 +152,7 @@ class FidelityResults:
         """One line per policy of the rollout-consistency episodes."""
         headers = [
             "policy", "episodes", "mean steps", "steps agreed before divergence", "episodes never diverged",
-            "outcome agreement", "success (synthetic)", "success (reference)",
+            "outcome agreement", "success (synthetic)", "success (reference)", "synthetic episodes stopped",
         ]  # fmt: skip
         rows = [
             [
@@ -160,7 +160,7 @@ class FidelityResults:
                 str(r.episodes),
                 f"{r.mean_steps:.1f}",
                 *map(_share, (r.step_agreement, r.full_agreement, r.outcome_agreement)),
-                *map(_share, (r.synthetic_success, r.reference_success)),
+                *map(_share, (r.synthetic_success, r.reference_success, r.stopped)),
             ]
             for r in self.rollouts
         ]

@@ -11,8 +11,9 @@ from dreamgym_env.bench.consistency import rollout_consistency
 from dreamgym_env.cli import app
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ModelOutputError
 from dreamgym_env.testing import ScriptedExperienceModel
-from dreamgym_env.types import Transition
+from dreamgym_env.types import ExperienceRequest, Transition
 
 
 @pytest.mark.parametrize("name", ["webshop", "alfworld", "webarena"])
@@ -34,6 +35,25 @@ def test_a_model_that_never_changes_the_state_diverges_at_the_first_step():
     for report in reports:
         assert report.step_agreement == report.full_agreement == 0.0
         assert report.synthetic_success == 0.0 and report.mean_steps == domain.max_episode_steps
+
+
+def test_a_synthetic_episode_that_cannot_go_on_stops_and_counts_as_not_won():
+    domain = get_domain("webshop")
+
+    def dead_end(request: ExperienceRequest) -> Transition:
+        if request.action.startswith("search"):  # a results page with nothing to click
+            return Transition(reasoning="empty", next_state='{"kind": "results", "results": []}')
+        raise ModelOutputError(f"task {request.task.id!r}: kept answering junk")
+
+    def no_actions(request: ExperienceRequest) -> Transition:
+        return Transition(reasoning="nothing", next_state="WebShop | results\nNo buttons at all.")
+
+    (unusable,) = rollout_consistency(ScriptedExperienceModel(dead_end), domain, episodes=2, policies=["noisy"])
+    assert unusable.stopped == 1.0 and unusable.synthetic_success == 0.0 and unusable.full_agreement == 0.0
+    (empty,) = rollout_consistency(
+        ScriptedExperienceModel(no_actions), domain, episodes=2, policies=["noisy"], state_mode="text"
+    )
+    assert empty.stopped == 1.0 and empty.mean_steps == 1.0
 
 
 def test_corrupted_answers_send_synthetic_episodes_elsewhere():
