@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel
 
-from dreamgym_env.envs.domain import ACTION_SLOT, ActionError, Domain, ParsedAction
+from dreamgym_env.envs.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, StepResult
 from dreamgym_env.envs.models import experience_model_for, own_arguments
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
@@ -55,9 +55,6 @@ class ReadyStep:
     """The next state parsed (structured mode), so that recording it parses nothing again."""
     state_text: str = ""
     """The next state rendered (structured mode)."""
-
-
-StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 
 class DreamEnv(gym.Env[str, str]):
