@@ -87,13 +87,9 @@ def load_model(
         return TransformersExperienceModel(path, **settings), trained
     if backend != "local":
         raise ConfigurationError(f"backend must be 'local' or 'transformers', got {backend!r}")
-    from dreamgym_env.experience.local import LocalExperienceModel
+    from dreamgym_env.experience.selection import model_from_spec
 
-    if trained is not None:
-        return LocalExperienceModel(**{**trained.local_settings(), **settings}), trained
-    if path.suffix == ".gguf":
-        return LocalExperienceModel(path, **settings), None
-    return LocalExperienceModel(preset=spec, **settings), None
+    return model_from_spec(f"local:{spec}", **settings), trained  # a trained directory, a .gguf or a preset
 
 
 def evaluate_model(
