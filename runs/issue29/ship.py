@@ -22,7 +22,7 @@ s, c = t.stats, t.config
 
 A {c['parameters']/1e6:.2f}M-parameter Qwen2 ({c['shape']['layers']} layers, hidden {c['shape']['hidden']}), a {c['vocab_size']}-token BPE tokenizer trained on the pack's requests and answers, trained from scratch: {s['steps']} steps of {c['batch_size']} examples ({s['epochs']} epochs of {s['examples']} train examples, expert/noisy/random thirds), {s['seconds']/60:.1f} CPU minutes on 2 cores, final loss {s['final_loss']:.3f}. Served by the embedded runtime without the system prompt (`experience_model="local:distilled"`).
 
-Rebuild: `dreamgym experience dataset --domain {t.domain} --n 6000 --test-n 300 --out runs/issue29/{t.domain}/sft.jsonl`, then `dreamgym experience distill --data runs/issue29/{t.domain}/sft.jsonl --out runs/issue29/{t.domain}/distill-{c['size']} --size {c['size']} --max-steps {c['max_steps']} --max-minutes {c['max_minutes']}`.
+Rebuild: `dreamgym experience dataset --domain {t.domain} --n 6000 --test-n 300 --out runs/issue29/{t.domain}/sft.jsonl`, then `dreamgym experience distill --data runs/issue29/{t.domain}/sft.jsonl --out runs/issue29/{t.domain}/distill-{c['size']} --size {c['size']} --max-steps {c["max_steps"]} --max-minutes {c["max_minutes"]} --end-weight {c["end_weight"]}`.
 
 Held-out ({speed['n']} transitions of test tasks, {speed['num_envs']} at a time; `{evaluation['command']}`): {speed['transitions_per_s']:.2f} transitions/s, valid {r['valid']:.3f}, state kind {r['kind_agreement']}, reward agreement {r['reward_agreement']:.3f} (always-0 {r['always_zero_reward']:.3f}), episode end {r['done_agreement']:.3f} (never-done {r['always_zero_done']:.3f}).
 """)
