@@ -63,7 +63,10 @@ class AlfredTables:
 def read_tables(repo: str, tag: str = ALFWORLD_TAG) -> AlfredTables:
     """``VAL_RECEPTACLE_OBJECTS``, ``VAL_ACTION_OBJECTS``, ``OPENABLE_CLASS_LIST``, ``MOVABLE_RECEPTACLES``."""
     source = subprocess.run(
-        ["git", "-C", repo, "show", f"{tag}:alfworld/gen/constants.py"], check=True, capture_output=True, text=True
+        ["git", "-C", repo, "show", f"{tag}:alfworld/gen/constants.py"],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     literals: dict[str, Any] = {}
     aliases: dict[str, str] = {}
@@ -153,7 +156,9 @@ def facts_of(house: Any) -> Facts:
 class Rules:
     """alfred.pddl's applicable actions and effects, alfred.twl2's feedback."""
 
-    def __init__(self, tables: AlfredTables, location_number: Callable[[tuple[str, ...], str], int] | None) -> None:
+    def __init__(
+        self, tables: AlfredTables, location_number: Callable[[tuple[str, ...], str], int] | None
+    ) -> None:
         self.t = tables
         self.location_number = location_number
 
@@ -174,11 +179,18 @@ class Rules:
         if r is not None:
             out[f"examine {r}"] = ("examine_receptacle", r)
             if type_of(r) in t.openable:
-                out[f"close {r}" if r in f.opened else f"open {r}"] = ("close" if r in f.opened else "open", r)
+                out[f"close {r}" if r in f.opened else f"open {r}"] = (
+                    "close" if r in f.opened else "open",
+                    r,
+                )
             for o in f.objects_in(r):
                 if type_of(o) in t.toggleable:
                     out[f"use {o}"] = ("toggle", o)
-                if f.holds is not None and type_of(f.holds) in ("knife", "butterknife") and type_of(o) in t.sliceable:
+                if (
+                    f.holds is not None
+                    and type_of(f.holds) in ("knife", "butterknife")
+                    and type_of(o) in t.sliceable
+                ):
                     out[f"slice {o} with {f.holds}"] = ("slice", o, f.holds)  # objectAtLocation only
                 if self.accessible(f, r):
                     out[f"examine {o}"] = ("examine_object", o)
@@ -412,7 +424,15 @@ def play(env: Any, rules: Rules, policy: Policy, tasks: list[Any], horizon: int,
             if obs != expected:
                 tally.note(f"feedback {task.id} {action!r}: env {obs[:90]!r}, rules {expected[:90]!r}")
             after = facts_of(env.house)
-            same = (after.at, after.in_receptacle, after.opened, after.holds, after.clean, after.hot, after.cool) == (
+            same = (
+                after.at,
+                after.in_receptacle,
+                after.opened,
+                after.holds,
+                after.clean,
+                after.hot,
+                after.cool,
+            ) == (
                 facts.at,
                 facts.in_receptacle,
                 facts.opened,
@@ -473,8 +493,12 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=504, help="test tasks per policy")
     parser.add_argument("--horizon", type=int, default=50)
     parser.add_argument("--epsilon", type=float, default=0.3)
-    parser.add_argument("--alfworld-repo", default=DEFAULT_REPO, help="a clone of github.com/alfworld/alfworld")
-    parser.add_argument("--placements-only", action="store_true", help="only count forbidden placements and goals")
+    parser.add_argument(
+        "--alfworld-repo", default=DEFAULT_REPO, help="a clone of github.com/alfworld/alfworld"
+    )
+    parser.add_argument(
+        "--placements-only", action="store_true", help="only count forbidden placements and goals"
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/issue27/alfworld_conformance.txt"))
     args = parser.parse_args()
 

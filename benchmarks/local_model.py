@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.rollouts import StateMode, collect_trajectories
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ModelOutputError
 from dreamgym_env.experience.local import LocalExperienceModel

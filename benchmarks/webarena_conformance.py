@@ -96,24 +96,50 @@ VERB_SPELLINGS = (
     *("goto", "go_back", "go_forward", "stop", "Click", "TYPE", "Stop", "Scroll", "jump", "stop now"),
 )
 ARGUMENTS = (
-    "", " [7]", "[7]", "  [7]", " [ 7 ]", " [abc]", " [7] extra", " 7", " [7] [red shoes]",
-    " [7] [red shoes] [0]", " [7] [red shoes] [1]", " [7] [] [1]", " [7] [a [b] c]", " [7] [x] [2]",
-    " [up]", " down", " [Down]", " [upward]", " [http://reddit.local/f/a b]", " [$12.99]", " []",
-    " now", " [N/A]", " [Control+a]", " [7] [line\nbreak] [1]",
+    "",
+    " [7]",
+    "[7]",
+    "  [7]",
+    " [ 7 ]",
+    " [abc]",
+    " [7] extra",
+    " 7",
+    " [7] [red shoes]",
+    " [7] [red shoes] [0]",
+    " [7] [red shoes] [1]",
+    " [7] [] [1]",
+    " [7] [a [b] c]",
+    " [7] [x] [2]",
+    " [up]",
+    " down",
+    " [Down]",
+    " [upward]",
+    " [http://reddit.local/f/a b]",
+    " [$12.99]",
+    " []",
+    " now",
+    " [N/A]",
+    " [Control+a]",
+    " [7] [line\nbreak] [1]",
 )
 
 
 def parser_strings() -> list[str]:
     strings = [f"{verb}{argument}" for verb in VERB_SPELLINGS for argument in ARGUMENTS]
-    strings += ["", "   ", "\t", "```click [5]```", "I will ```stop [3]``` then ```stop [4]```", "`click [5]`"]
+    strings += [
+        "",
+        "   ",
+        "\t",
+        "```click [5]```",
+        "I will ```stop [3]``` then ```stop [4]```",
+        "`click [5]`",
+    ]
     return strings
 
 
 def check_parser() -> tuple[int, int, list[str]]:
     strings = parser_strings()
-    differ = [
-        s for s in strings if ours(s) != real_create_id_based_action(real_extract_action(s))
-    ]
+    differ = [s for s in strings if ours(s) != real_create_id_based_action(real_extract_action(s))]
     return len(strings) - len(differ), len(strings), differ
 
 
@@ -130,8 +156,17 @@ def real_clean_answer(answer: str) -> str:
 
 # nltk's word_tokenize on the answers below (Treebank rules), written out: nltk is not a dependency
 NLTK_TOKENS = {
-    "3": ["3"], "13": ["13"], "3.5": ["3.5"], "there are 3 orders.": ["there", "are", "3", "orders", "."],
-    "$3": ["$", "3"], "3%": ["3", "%"], "3,000": ["3,000"], "3-4": ["3-4"], "0": ["0"], "10 items": ["10", "items"], "x": ["x"],
+    "3": ["3"],
+    "13": ["13"],
+    "3.5": ["3.5"],
+    "there are 3 orders.": ["there", "are", "3", "orders", "."],
+    "$3": ["$", "3"],
+    "3%": ["3", "%"],
+    "3,000": ["3,000"],
+    "3-4": ["3-4"],
+    "0": ["0"],
+    "10 items": ["10", "items"],
+    "x": ["x"],
 }
 
 
@@ -181,7 +216,9 @@ def real_html_evaluator(targets: list[dict[str, Any]], content: dict[str, str]) 
             score *= float(real_clean_answer(page) == real_clean_answer(required["exact_match"]))
         else:
             for item in required["must_include"]:
-                score *= float(any(real_clean_answer(o) in real_clean_answer(page) for o in item.split(" |OR| ")))
+                score *= float(
+                    any(real_clean_answer(o) in real_clean_answer(page) for o in item.split(" |OR| "))
+                )
     return score
 
 
@@ -249,8 +286,19 @@ def check_evaluators() -> tuple[int, int, list[str]]:
 # -- 3. the tree lines ------------------------------------------------------------------------------
 
 IGNORED_ACTREE_PROPERTIES = ("focusable", "editable", "readonly", "level", "settable", "multiline", "invalid")
-EMPTY_ROLES = ["generic", "img", "list", "strong", "paragraph", "banner", "navigation", "Section", "LabelText",
-               "Legend", "listitem"]
+EMPTY_ROLES = [
+    "generic",
+    "img",
+    "list",
+    "strong",
+    "paragraph",
+    "banner",
+    "navigation",
+    "Section",
+    "LabelText",
+    "Legend",
+    "listitem",
+]
 
 
 def cdp_nodes(elements: list[Any]) -> list[dict[str, Any]]:
@@ -358,7 +406,11 @@ def check_tree(seed: int) -> dict[str, int]:
                 counts["lines identical"] += sum(a == b for a, b in zip(real, ours_text, strict=False))
                 counts["tree lines"] += len(ours_lines)
                 counts["url line after the tree"] += f"\nURL: {env.browser.url}" in observation
-                action = expert(observation, info) if policy == "expert" else rng.choice(info["admissible_actions"])
+                action = (
+                    expert(observation, info)
+                    if policy == "expert"
+                    else rng.choice(info["admissible_actions"])
+                )
                 observation, _, terminated, truncated, info = env.step(action)
                 if terminated or truncated:
                     break
@@ -366,17 +418,24 @@ def check_tree(seed: int) -> dict[str, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/issue27/webarena_conformance.txt"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    out: list[str] = ["WebArena conformance (web-arena-x/webarena f62e0b99bc7d9e0cd996d0cf5ebb2225780ec279)", ""]
+    out: list[str] = [
+        "WebArena conformance (web-arena-x/webarena f62e0b99bc7d9e0cd996d0cf5ebb2225780ec279)",
+        "",
+    ]
     same, total, differ = check_parser()
     out.append(f"action parser vs create_id_based_action: {same} of {total} strings agree")
     out += [f"  differs: {s!r}" for s in differ]
     same, total, differ = check_evaluators()
-    out.append(f"evaluators vs StringEvaluator/URLEvaluator/HTMLContentEvaluator: {same} of {total} edge cases agree")
+    out.append(
+        f"evaluators vs StringEvaluator/URLEvaluator/HTMLContentEvaluator: {same} of {total} edge cases agree"
+    )
     out += [f"  differs: {s}" for s in differ]
     tree = check_tree(args.seed)
     out.append(

@@ -72,7 +72,9 @@ def success_by_site(env: WebArenaRefEnv, make_policy: Callable[[], Policy]) -> d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--steps", type=int, default=20_000, help="random steps to time")
     parser.add_argument("--trajectories", type=int, default=500, help="expert trajectories to collect")
     parser.add_argument("--observation", choices=("axtree", "compact"), default="axtree")
@@ -95,7 +97,9 @@ def main() -> None:
 
     print(f"WebArena reference env ({args.observation} observations)")
     print(f"random policy: {rate:,.0f} steps/s inside step (CPU time, {args.steps:,} steps)")
-    print(f"random policy: {loop_rate:,.0f} steps/s whole loop (CPU time, {args.steps:,} steps, resets included)")
+    print(
+        f"random policy: {loop_rate:,.0f} steps/s whole loop (CPU time, {args.steps:,} steps, resets included)"
+    )
     print(f"{args.trajectories} expert trajectories ({steps:,} steps): {collect:.2f} s wall\n")
     print(f"{'site':<16}{'tasks':>7}{'expert':>10}{'random':>10}")
     totals = [0, 0, 0]

@@ -43,7 +43,7 @@ from rich.text import Text
 
 from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.rollouts import collect_trajectories, stop_reason
-from dreamgym_env.envs.domain import ACTION_SLOT, Domain, Policy
+from dreamgym_env.domain import ACTION_SLOT, Domain, Policy
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.envs.stepping import step_many

@@ -1,6 +1,6 @@
 """The agent interface the benchmark uses: a batch of turns in, one decision per turn out.
 
-A *policy* (:data:`~dreamgym_env.envs.domain.Policy`) maps one observation to one action; an
+A *policy* (:data:`~dreamgym_env.domain.Policy`) maps one observation to one action; an
 :class:`Agent` decides for several episodes at once (the lanes of a benchmark run), so an LLM
 agent sends its requests together, and it reports what each decision cost (tokens) and whether
 its output held a usable action at all.

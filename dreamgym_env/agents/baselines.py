@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from dreamgym_env.agents.agent import Agent, Decision, Turn
 from dreamgym_env.agents.random import RandomPolicy
-from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.domain import Domain, Policy
 from dreamgym_env.envs.registry import get_domain
 
 
@@ -56,7 +56,7 @@ class RandomAgent(PolicyAgent):
 
 
 class ExpertAgent(PolicyAgent):
-    """The domain's scripted expert (:meth:`~dreamgym_env.envs.domain.Domain.expert_policy`)."""
+    """The domain's scripted expert (:meth:`~dreamgym_env.domain.Domain.expert_policy`)."""
 
     def __init__(self, domain: Domain | str) -> None:
         pack = get_domain(domain)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.domain import Domain, Policy
 
 
 def expert_policy(domain: Domain) -> Policy:

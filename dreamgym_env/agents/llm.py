@@ -1,6 +1,6 @@
 """LLMAgent: a chat model acting in any domain, ReAct style, through an endpoint or the embedded model.
 
-Each turn the model gets the domain's :attr:`~dreamgym_env.envs.domain.Domain.agent_prompt`
+Each turn the model gets the domain's :attr:`~dreamgym_env.domain.Domain.agent_prompt`
 and the answer format as its system prompt, and the task, the last few steps, the current
 observation and the admissible actions (where the domain lists them) as the user message
 (:func:`agent_messages`). It answers ``<think>...</think>`` then ``<action>...</action>``
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar
 
 from dreamgym_env.agents.agent import Agent, Decision, Turn
-from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.answers import ChatReply

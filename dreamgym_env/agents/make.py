@@ -21,7 +21,7 @@ from dreamgym_env.agents.agent import Agent
 from dreamgym_env.agents.baselines import ExpertAgent, RandomAgent
 from dreamgym_env.agents.llm import AgentChat, LLMAgent
 from dreamgym_env.curriculum.chat import EndpointChat
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.config import UNSET, EndpointConfig
 from dreamgym_env.experience.provision import DEFAULT_PRESET, PRESETS

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from dreamgym_env.agents.random import RandomPolicy
-from dreamgym_env.envs.domain import Policy
+from dreamgym_env.domain import Policy
 from dreamgym_env.errors import ConfigurationError
 
 

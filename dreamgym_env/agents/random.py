@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dreamgym_env.envs.domain import ACTION_SLOT
+from dreamgym_env.domain import ACTION_SLOT
 from dreamgym_env.errors import ConfigurationError
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dreamgym_env.agents.expert import expert_policy
 from dreamgym_env.agents.noisy import NoisyPolicy
 from dreamgym_env.agents.random import RandomPolicy
-from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.domain import Domain, Policy
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import UnknownNameError
 

@@ -20,7 +20,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dreamgym_env.agents.registry import make_policy
-from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.domain import Domain, Policy
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Step, Task, Trajectory, state_text

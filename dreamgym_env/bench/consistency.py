@@ -22,7 +22,7 @@ import gymnasium as gym
 
 from dreamgym_env.agents import make_policy
 from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN, StateMode, normalize_state
-from dreamgym_env.envs.domain import Domain, Policy
+from dreamgym_env.domain import Domain, Policy
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError, ModelOutputError
 from dreamgym_env.experience.base import ExperienceModel

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from rapidfuzz.fuzz import ratio
 
-from dreamgym_env.envs.domain import ActionError, Domain
+from dreamgym_env.domain import ActionError, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel

@@ -24,7 +24,7 @@ from dreamgym_env.bench.fidelity import (
     summarize,
 )
 from dreamgym_env.bench.sampling import Sample, mode_transitions, replay_grounder
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.base import ExperienceModel
 

@@ -29,7 +29,7 @@ from dreamgym_env.bench.fidelity import (
     StateMode,
     reference_transitions,
 )
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer

@@ -23,7 +23,7 @@ from dreamgym_env.errors import ConfigurationError
 if TYPE_CHECKING:
     from dreamgym_env.bench.fidelity import StateMode
     from dreamgym_env.bench.fidelity_runs import FidelityResults, Grounding
-    from dreamgym_env.envs.domain import Domain
+    from dreamgym_env.domain import Domain
     from dreamgym_env.experience.base import ExperienceModel
 
 

@@ -20,7 +20,7 @@ from dreamgym_env.curriculum.generator import (
     TaskGenerator,
 )
 from dreamgym_env.curriculum.stats import TaskStats
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import default_domain, get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.config import UNSET, EndpointConfig

@@ -4,7 +4,7 @@
 * :class:`VarianceSelector`, :class:`GeneratedShare` (``selection.py``): which tasks resets get and
   which seed new variations; the cap ``lam`` on generated tasks.
 * :class:`TaskGenerator` (``generator.py``) with a :class:`ChatModel` such as :class:`EndpointChat`
-  (``chat.py``) and the domain hook :class:`TaskVariations` (``variations.py``).
+  (``chat.py``) and the domain hook :class:`~dreamgym_env.task_variations.TaskVariations`.
 * :class:`Curriculum` (``curriculum.py``) ties them together; the
   :class:`~dreamgym_env.wrappers.curriculum_reset.CurriculumReset` wrapper drives it from an env.
 """
@@ -15,7 +15,7 @@ from dreamgym_env.curriculum.curriculum import Curriculum
 from dreamgym_env.curriculum.generator import GenerationReport, TaskGenerator
 from dreamgym_env.curriculum.selection import GeneratedShare, TaskScore, VarianceSelector
 from dreamgym_env.curriculum.stats import TaskRecord, TaskStats, reward_variance
-from dreamgym_env.curriculum.variations import InstructionVariations, Rejection, TaskVariations
+from dreamgym_env.task_variations import InstructionVariations, Rejection, TaskVariations
 
 __all__ = [
     "ByTask",

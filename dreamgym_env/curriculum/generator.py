@@ -28,15 +28,15 @@ from typing import Any, Final
 import numpy as np
 
 from dreamgym_env.curriculum.chat import ChatModel
-from dreamgym_env.curriculum.variations import (
+from dreamgym_env.errors import ConfigurationError, excerpt
+from dreamgym_env.replay.embedders import Embedder, HashedEmbedder, make_embedder
+from dreamgym_env.task_variations import (
     REJECTION_KINDS,
     InstructionVariations,
     Rejection,
     TaskVariations,
     VariedDomain,
 )
-from dreamgym_env.errors import ConfigurationError, excerpt
-from dreamgym_env.replay.embedders import Embedder, HashedEmbedder, make_embedder
 from dreamgym_env.types import Task
 
 logger = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Environments: the domain-pack contract and registry, the synthetic env, the vector env, the packs.
+"""Environments: the registry, the synthetic env, the vector env, the packs (the pack contract is :mod:`dreamgym_env.domain`).
 
 Importing this package registers the built-in packs (each registers itself in its own
 ``__init__``) and their ``DreamGym/*`` Gymnasium ids.
@@ -11,7 +11,7 @@ from dreamgym_env.envs import alfworld  # noqa: F401
 from dreamgym_env.envs import webarena  # noqa: F401
 
 # isort: on
-from dreamgym_env.envs.domain import (
+from dreamgym_env.domain import (
     ACTION_SLOT,
     ActionError,
     Domain,

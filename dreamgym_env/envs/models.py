@@ -1,7 +1,7 @@
 """Which experience model a domain's synthetic env gets: the pack's trained model by default, or one named.
 
 A built-in pack ships a trained experience model in its ``experience_model/`` folder
-(:attr:`~dreamgym_env.envs.domain.Domain.experience_model_dir`): a LoRA adapter of the embedded
+(:attr:`~dreamgym_env.domain.Domain.experience_model_dir`): a LoRA adapter of the embedded
 base model, trained on the pack's reference transitions (``dreamgym experience build``). With
 no endpoint configured the synthetic envs use it; ``experience_model="local:base"`` asks for
 the prompted base model instead, and ``"oracle[:error_rate]"`` for the reference env behind
@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.trained import TrainedModel

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import gymnasium as gym
 
-from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
@@ -36,7 +36,7 @@ class OracleExperienceModel(ExperienceModel):
     as transitions get worse.
 
     How it answers: when the reference env can be restored from a state (its ``restorable``
-    is True, see :class:`~dreamgym_env.envs.domain.ReferenceEnv`), it restores the request's state and steps
+    is True, see :class:`~dreamgym_env.domain.ReferenceEnv`), it restores the request's state and steps
     the action; otherwise it replays the request's history from the task's initial state, which
     needs the whole episode in ``history`` (raise the env's ``history_len``). Answers are cached
     by ``(task id, state, action)`` (with replay, by the history's actions too).

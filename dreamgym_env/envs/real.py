@@ -47,7 +47,7 @@ import gymnasium as gym
 import httpx
 import numpy as np
 
-from dreamgym_env.envs.domain import ActionError, Domain, RewardMode, StepResult
+from dreamgym_env.domain import ActionError, Domain, RewardMode, StepResult
 from dreamgym_env.envs.reference import TextRendering
 from dreamgym_env.errors import (
     ConfigurationError,

@@ -1,6 +1,6 @@
 """ReferenceEnvBase: the skeleton every pack's reference env shares; the pack fills in its world.
 
-The base does the bookkeeping of the :class:`~dreamgym_env.envs.domain.ReferenceEnv` protocol
+The base does the bookkeeping of the :class:`~dreamgym_env.domain.ReferenceEnv` protocol
 once: the arguments every reference env takes (``split``, ``tasks``, ``reward``, ``max_steps``,
 ``render_mode``, ``max_text_length``, ``domain``), task choice (a Task, a task id, or one drawn
 with the env's seeded RNG), the step count and truncation, the ``info`` keys every step carries,
@@ -23,7 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
 
-from dreamgym_env.envs.domain import ActionError, Domain, RewardMode, StepResult
+from dreamgym_env.domain import ActionError, Domain, RewardMode, StepResult
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.prompt import utf8_safe

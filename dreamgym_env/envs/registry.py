@@ -10,9 +10,9 @@ user's package::
 The synthetic id is built with a ``vector_entry_point`` (``gym.make_vec`` gives a
 :class:`~dreamgym_env.envs.vector.DreamVectorEnv`) and ``state_mode="structured"`` where the
 domain has a state schema (``gym.make(id, state_mode="text")`` for pages); the reference id exists when the domain
-overrides :meth:`~dreamgym_env.envs.domain.Domain.make_reference_env`, and the real-server id
+overrides :meth:`~dreamgym_env.domain.Domain.make_reference_env`, and the real-server id
 (``DreamGym/<Name>-Real-v0``, ``docs/real-servers.md``) when it overrides
-:meth:`~dreamgym_env.envs.domain.Domain.make_real_env`. Gymnasium ids live in one
+:meth:`~dreamgym_env.domain.Domain.make_real_env`. Gymnasium ids live in one
 process: a subprocess (``AsyncVectorEnv``) re-registers them by importing the pack's module,
 which ``gym.make("my_package:DreamGym/MyDomain-v0")`` does.
 """
@@ -23,7 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
 NAMESPACE = "DreamGym"

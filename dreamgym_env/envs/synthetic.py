@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel
 
-from dreamgym_env.envs.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, StepResult
+from dreamgym_env.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, StepResult
 from dreamgym_env.envs.models import experience_model_for, own_arguments
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError

@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.models import experience_model_for, own_arguments
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.stepping import step_many

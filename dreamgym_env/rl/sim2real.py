@@ -29,7 +29,7 @@ from typing import Any, Literal, cast
 import gymnasium as gym
 import numpy as np
 
-from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.models import experience_model_for, model_kind
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, RewardSource, StateMode
@@ -87,7 +87,7 @@ class Sim2RealConfig:
     and its reference env pays it at the episode's end (:func:`score_paid_at_end`: the
     synthetic env pays a reward only at the end, so a score paid step by step could not be
     learnt from synthetic experience), else the outcome; success is always "task completed". ``domain``: a registered domain's name or any
-    :class:`~dreamgym_env.envs.domain.Domain` (registered or not; with ``workers`` > 1 it goes
+    :class:`~dreamgym_env.domain.Domain` (registered or not; with ``workers`` > 1 it goes
     to the worker processes, so its class must be importable there).
     """
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from dreamgym_env.envs.domain import ACTION_SLOT, Domain
+from dreamgym_env.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.rl.groups import step_envs

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.prompt import prompt_fingerprint
@@ -302,7 +302,7 @@ def build_pack_model(
     """Rebuild ``domain``'s trained experience model (see the module docstring); returns the installed manifest.
 
     ``work`` holds the data, the training run and the raw evaluations; ``install`` (default:
-    the pack's :attr:`~dreamgym_env.envs.domain.Domain.experience_model_dir`) receives the
+    the pack's :attr:`~dreamgym_env.domain.Domain.experience_model_dir`) receives the
     adapter, the manifest and the report. ``stages`` restricts the run to some stages (each
     needs the outputs of the ones before it).
     """

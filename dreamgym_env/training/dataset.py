@@ -36,7 +36,7 @@ from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.registry import POLICY_NAMES
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN, ReferenceTransition, reference_transitions
-from dreamgym_env.envs.domain import ActionError, Domain, Split
+from dreamgym_env.domain import ActionError, Domain, Split
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.parsing import OutputParseError, parse_transition

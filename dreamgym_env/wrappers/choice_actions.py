@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dreamgym_env.envs.domain import ACTION_SLOT, Domain, fill_with_instruction
+from dreamgym_env.domain import ACTION_SLOT, Domain, fill_with_instruction
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.types import Task
 
@@ -69,7 +69,7 @@ class ChoiceActions(gym.Wrapper):
 
     Index ``i`` takes the ``i``-th candidate of the current step: the admissible actions in
     their order, each free slot (``<query>``) filled by ``fill`` (default: the env's domain's
-    :meth:`~dreamgym_env.envs.domain.Domain.fill_slots`), duplicates dropped, at most ``max_actions`` kept. An index past the candidates
+    :meth:`~dreamgym_env.domain.Domain.fill_slots`), duplicates dropped, at most ``max_actions`` kept. An index past the candidates
     sends :data:`INVALID_CHOICE`, which the env answers as an invalid action (failure feedback,
     reward 0). :meth:`action_masks` marks the real candidates, as sb3-contrib's MaskablePPO
     expects; ``info["action_candidates"]`` lists them and ``info["action_text"]`` names the

@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from dreamgym_env.envs.domain import ObservationFeatures
+from dreamgym_env.domain import ObservationFeatures
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.embedders import Embedder, make_embedder
 from dreamgym_env.types import state_text
@@ -64,7 +64,7 @@ def label_of(action: str) -> str:
     """The argument of a ``verb[argument]`` action (``open[red door]`` -> ``red door``), else the action.
 
     For envs without a domain; a DreamGym env's domain names an action's arguments itself
-    (:meth:`~dreamgym_env.envs.domain.Domain.action_arguments`).
+    (:meth:`~dreamgym_env.domain.Domain.action_arguments`).
     """
     match = _LABELLED.match(action)
     return match.group(1).strip() if match else action
@@ -123,7 +123,7 @@ class EmbedObservation(gym.Wrapper):
 
     Words are compared lower-cased, without the domain's stop words. The domain (of a DreamGym
     env, wrapped or not) also sets the horizon (its ``max_episode_steps``) and whether numbers
-    are bounds (:meth:`~dreamgym_env.envs.domain.Domain.observation_features`); other envs take
+    are bounds (:meth:`~dreamgym_env.domain.Domain.observation_features`); other envs take
     ``horizon`` or their spec's step limit and generic features. Everything is computed from the
     text the agent is given (instruction, page, candidate actions), never from the task's hidden
     goal. The page is ``info["state"]`` where the env reports it (WebShop's Markov page, whose

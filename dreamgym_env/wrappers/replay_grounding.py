@@ -11,7 +11,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from dreamgym_env.envs.domain import ParsedAction
+from dreamgym_env.domain import ParsedAction
 from dreamgym_env.envs.synthetic import DreamEnv, RemoveHook
 from dreamgym_env.envs.vector import sub_envs
 from dreamgym_env.errors import ConfigurationError, SpaceMismatchError

@@ -250,7 +250,9 @@ def test_the_constrained_answer_admits_listed_actions_and_filled_slots_only():
         assert not answer.is_valid({"think": "t", "action": action}), action
     assert not answer.is_valid({"action": "click[Buy Now]"})  # the thought comes first
     free = Draft202012Validator(answer_schema(Turn(0, "page", {})))
-    assert free.is_valid({"think": "", "action": "go to desk 1"}) and not free.is_valid({"think": "", "action": ""})
+    assert free.is_valid({"think": "", "action": "go to desk 1"}) and not free.is_valid(
+        {"think": "", "action": ""}
+    )
 
 
 @pytest.mark.parametrize(
@@ -261,7 +263,12 @@ def test_the_constrained_answer_admits_listed_actions_and_filled_slots_only():
         ('{"think": "buy it"}', "stop", None, "the answer has no action"),
         ('{"think": "x", "action": "a\\nb"}', "stop", None, "the action spans several lines"),
         ("<action>look</action>", "stop", None, "the answer is not a JSON object"),
-        ('{"think": "a long', "length", None, "the answer is not a JSON object (the answer was cut at max_tokens)"),
+        (
+            '{"think": "a long',
+            "length",
+            None,
+            "the answer is not a JSON object (the answer was cut at max_tokens)",
+        ),
         ("[1]", "stop", None, "the answer is not a JSON object"),
         (None, None, None, "the answer had no choice"),
     ],

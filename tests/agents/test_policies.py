@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from dreamgym_env.agents import NoisyPolicy, RandomPolicy, expert_policy
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.domain import WebShopDomain
 from dreamgym_env.errors import ConfigurationError

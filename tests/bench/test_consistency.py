@@ -48,7 +48,9 @@ def test_a_synthetic_episode_that_cannot_go_on_stops_and_counts_as_not_won():
     def no_actions(request: ExperienceRequest) -> Transition:
         return Transition(reasoning="nothing", next_state="WebShop | results\nNo buttons at all.")
 
-    (unusable,) = rollout_consistency(ScriptedExperienceModel(dead_end), domain, episodes=2, policies=["noisy"])
+    (unusable,) = rollout_consistency(
+        ScriptedExperienceModel(dead_end), domain, episodes=2, policies=["noisy"]
+    )
     assert unusable.stopped == 1.0 and unusable.synthetic_success == 0.0 and unusable.full_agreement == 0.0
     (empty,) = rollout_consistency(
         ScriptedExperienceModel(no_actions), domain, episodes=2, policies=["noisy"], state_mode="text"

@@ -83,7 +83,9 @@ def test_accepted_tasks_are_reachable_and_winnable(server, generator, parent, fr
     for task in report.accepted:
         obs, info = synthetic.reset(options={"task": task})
         assert (
-            synthetic.state == task.initial_state and info["task_id"] == task.id and info["task"].parent_id == parent.id
+            synthetic.state == task.initial_state
+            and info["task_id"] == task.id
+            and info["task"].parent_id == parent.id
         )
         obs, info = reference.reset(options={"task": task})
         for _ in range(15):

@@ -120,7 +120,9 @@ def test_a_corrupted_answer_is_a_page_the_next_request_can_start_from(trajectori
             assert f"Instruction: {request.task.instruction}" in answer.next_state
             actions = [a for a in model.domain.admissible_actions(answer.next_state) or [] if "<" not in a]
             for action in actions[:2] or ["search[red shoes]"]:
-                follow = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=request.task, state=answer.next_state, action=action)
+                follow = ExperienceRequest(
+                    prompt=WEBSHOP_PROMPT, task=request.task, state=answer.next_state, action=action
+                )
                 assert model.predict_one(follow).next_state  # answered, no ExperienceModelError
                 followed += 1
         assert followed > len(pairs) and model.stats["corrupted_task"] > 50
@@ -148,7 +150,10 @@ def test_replay_strategy_needs_whole_episodes(trajectories):
         steps = trajectory.steps
         whole = ExperienceRequest(
             prompt=WEBSHOP_PROMPT,
-            task=trajectory.task, history=steps[:5], state=steps[5].state, action=steps[5].action
+            task=trajectory.task,
+            history=steps[:5],
+            state=steps[5].state,
+            action=steps[5].action,
         )
         answer = model.predict_one(whole)
         assert answer.next_state == steps[5].next_state
@@ -163,7 +168,9 @@ def test_foreign_state_is_an_error(oracle, trajectories):
     task = trajectories[0].task
     with pytest.raises(ExperienceModelError, match="cannot answer"):
         oracle.predict_one(
-            ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state="WebShop | nowhere\nx", action="click[Buy Now]")
+            ExperienceRequest(
+                prompt=WEBSHOP_PROMPT, task=task, state="WebShop | nowhere\nx", action="click[Buy Now]"
+            )
         )
     request = next(requests_of([trajectories[0]]))[0]
     junk = [

@@ -21,7 +21,7 @@ from toy.pack import ToyDomain
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import collect, collect_trajectories
 from dreamgym_env.bench.fidelity import measure_fidelity, reference_transitions
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import (
     get_domain,

@@ -18,7 +18,7 @@ import pytest
 
 from dreamgym_env.agents.make import make_agent
 from dreamgym_env.bench.episodes import run_bench
-from dreamgym_env.envs.domain import Domain
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import get_domain, real_id, reference_id, synthetic_id
 from dreamgym_env.envs.webshop.real_server import page_labels
 from dreamgym_env.errors import ConfigurationError, RealServerError, RealServerTimeoutError

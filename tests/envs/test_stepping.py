@@ -15,7 +15,9 @@ from dreamgym_env.types import Transition
 def failing_on(word: str, page_after):
     def answer(request: ExperienceRequest) -> Transition:
         if word in request.action:
-            raise ModelOutputError(f"task {request.task.id!r}, action {request.action!r}: kept answering junk")
+            raise ModelOutputError(
+                f"task {request.task.id!r}, action {request.action!r}: kept answering junk"
+            )
         return page_after(request)
 
     return ScriptedExperienceModel(answer)
@@ -41,7 +43,11 @@ def test_a_failure_raises_with_nothing_recorded_and_names_the_env_it_concerns(pa
     envs = started(failing_on("broken", page_after), 3)
     named: list[tuple[list[int], bool]] = []
     with pytest.raises(ModelOutputError):
-        step_many(envs, ["search[a]", "bad", "search[broken]"], on_error=lambda e, p, exact: named.append((p, exact)))
+        step_many(
+            envs,
+            ["search[a]", "bad", "search[broken]"],
+            on_error=lambda e, p, exact: named.append((p, exact)),
+        )
     assert named == [([2], True)]
     assert all(env.steps == [] for env in envs)  # the invalid action of env 1 was not recorded either
 

@@ -26,7 +26,9 @@ from dreamgym_env.types import ExperienceRequest, Transition
 @pytest.fixture
 def request_() -> ExperienceRequest:
     task = get_domain("webshop").tasks("train")[0]
-    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action="search[red shirt]")
+    return ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action="search[red shirt]"
+    )
 
 
 @pytest.fixture

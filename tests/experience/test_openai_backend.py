@@ -263,7 +263,10 @@ def test_max_concurrency_bounds_requests_in_flight(request_):
 def test_results_keep_request_order_when_answers_arrive_out_of_order(webshop_task):
     actions = [f"search[item {i}]" for i in range(6)]
     requests = [
-        ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=webshop_task.initial_state, action=a) for a in actions
+        ExperienceRequest(
+            prompt=WEBSHOP_PROMPT, task=webshop_task, state=webshop_task.initial_state, action=a
+        )
+        for a in actions
     ]
 
     def later_requests_answer_first(body: dict[str, Any]) -> Any:

@@ -44,7 +44,9 @@ def action_block(user: str) -> str:
 
 
 def make_request(task: Task, action: str, **fields) -> ExperienceRequest:
-    return ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=action, **fields)
+    return ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=action, **fields
+    )
 
 
 def test_messages_are_system_then_user(webshop_task):
@@ -100,16 +102,24 @@ def test_user_prompt_holds_state_history_and_demonstrations(webshop_task):
 def test_structured_examples_say_they_show_only_what_changed(webshop_task):
     demo = Demonstration(state='{"selected": []}', action="click[red]", next_state='{"selected": ["red"]}')
     request = ExperienceRequest(
-        prompt=WEBSHOP_PROMPT, task=webshop_task, state="{}", action="click[red]",
-        state_schema={"type": "object"}, demonstrations=[demo],
+        prompt=WEBSHOP_PROMPT,
+        task=webshop_task,
+        state="{}",
+        action="click[red]",
+        state_schema={"type": "object"},
+        demonstrations=[demo],
     )
     assert STRUCTURED_DEMONSTRATIONS_HEADER in user_prompt(request)
     text = request.model_copy(update={"state_schema": None})
-    assert DEMONSTRATIONS_HEADER in user_prompt(text) and STRUCTURED_DEMONSTRATIONS_HEADER not in user_prompt(text)
+    assert DEMONSTRATIONS_HEADER in user_prompt(text) and STRUCTURED_DEMONSTRATIONS_HEADER not in user_prompt(
+        text
+    )
 
 
 def test_task_section_only_when_the_state_does_not_show_the_instruction(webshop_task):
-    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page without it", action="search[x]")
+    request = ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page without it", action="search[x]"
+    )
     user = user_prompt(request)
     assert user.startswith(f"# Task\n{webshop_task.instruction}\n\n")
     assert "# Task" not in user_prompt(make_request(webshop_task, "search[x]"))

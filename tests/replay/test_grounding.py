@@ -66,7 +66,9 @@ def test_structured_demonstration_shows_what_changed_before_and_after_without_it
     state = {"kind": "results", "instruction": INSTRUCTION, "query": "shirt", "page": 1, "item": None}
     after = {**state, "kind": "item", "item": {"id": "B000000009", "title": "a shirt"}}
     demo = Demonstration(
-        state=json.dumps(state), action="click[B000000009]", next_state=json.dumps(after),
+        state=json.dumps(state),
+        action="click[B000000009]",
+        next_state=json.dumps(after),
         task_instruction=INSTRUCTION,
     )
     small = compact_structured_demonstration(demo, chars=600)
@@ -76,15 +78,23 @@ def test_structured_demonstration_shows_what_changed_before_and_after_without_it
     long = demo.model_copy(update={"state": json.dumps({**state, "item": "q" * 900})})
     clipped = compact_structured_demonstration(long, chars=600)
     assert clipped is not None and len(clipped.state) == 600 and clipped.state.endswith(" [...]")
-    assert compact_structured_demonstration(Demonstration(state=RESULTS, action="x", next_state="{}"), chars=600) is None
-    assert compact_structured_demonstration(Demonstration(state="[1]", action="x", next_state="[2]"), chars=600) is None
+    assert (
+        compact_structured_demonstration(Demonstration(state=RESULTS, action="x", next_state="{}"), chars=600)
+        is None
+    )
+    assert (
+        compact_structured_demonstration(Demonstration(state="[1]", action="x", next_state="[2]"), chars=600)
+        is None
+    )
 
 
 def test_structured_demonstration_lists_show_their_first_rows_and_the_one_the_action_names():
     rows = [{"id": f"B{i}", "price": i} for i in range(5)]
     results = {"kind": "results", "results": rows, "item": None}
     search = Demonstration(
-        state=json.dumps({"kind": "search", "results": []}), action="search[x]", next_state=json.dumps(results)
+        state=json.dumps({"kind": "search", "results": []}),
+        action="search[x]",
+        next_state=json.dumps(results),
     )
     shown = compact_structured_demonstration(search, chars=600)
     assert shown is not None and json.loads(shown.next_state)["results"] == [*rows[:2], "[... 3 more]"]
@@ -97,9 +107,14 @@ def test_structured_demonstration_lists_show_their_first_rows_and_the_one_the_ac
 
 
 def test_an_alfworld_demonstration_keeps_the_lines_of_the_objects_its_action_names():
-    room = ["-= Welcome to TextWorld, ALFRED! =-", *(f"On the shelf {i}, you see nothing." for i in range(1, 9))]
+    room = [
+        "-= Welcome to TextWorld, ALFRED! =-",
+        *(f"On the shelf {i}, you see nothing." for i in range(1, 9)),
+    ]
     state = "\n".join([*room, "On the countertop 1, you see a apple 1, and a knife 2."])
-    demo = Demonstration(state=state, action="take apple 1 from countertop 1", next_state="You pick up the apple 1.")
+    demo = Demonstration(
+        state=state, action="take apple 1 from countertop 1", next_state="You pick up the apple 1."
+    )
     arguments = get_domain("alfworld").action_arguments(demo.action)
     assert arguments == ("apple 1", "countertop 1")
     small = compact_demonstration(demo, state_chars=120, next_state_chars=120, arguments=arguments)
@@ -128,7 +143,9 @@ def test_grounder_answers_k_compacted_demonstrations(webshop_task):
     ]
     buffer.add_steps(task, steps, source="offline")
     grounder = ReplayGrounder(buffer, k=4)
-    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=RESULTS, action="click[B000000003]")
+    request = ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=webshop_task, state=RESULTS, action="click[B000000003]"
+    )
     demos = grounder.demonstrations(request)
     assert len(demos) == 4 and demos[0].action == "click[B000000003]"
     assert all(len(d.state) < len(RESULTS) and INSTRUCTION not in d.state for d in demos)
@@ -146,7 +163,9 @@ def test_prefetch_answers_the_next_matching_request_once(webshop_task, monkeypat
     grounder.prefetch("webshop", [(RESULTS, "click[B000000001]"), (RESULTS, "click[B000000002]")])
     calls: list[str] = []
     monkeypatch.setattr(buffer, "search", lambda *a, **kw: calls.append("search") or [])
-    request = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state=RESULTS, action="click[B000000002]")
+    request = ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=webshop_task, state=RESULTS, action="click[B000000002]"
+    )
     assert grounder.demonstrations(request)[0].action == "click[B000000002]" and calls == []
     assert grounder.demonstrations(request) == [] and calls == ["search"]  # used up: searched again
     grounder.clear_prefetched()

@@ -12,7 +12,10 @@ from dreamgym_env.types import ExperienceRequest, Task, Transition
 
 
 def make_requests(task: Task, n: int) -> list[ExperienceRequest]:
-    return [ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=f"search[{i}]") for i in range(n)]
+    return [
+        ExperienceRequest(prompt=WEBSHOP_PROMPT, task=task, state=task.initial_state, action=f"search[{i}]")
+        for i in range(n)
+    ]
 
 
 def test_answers_from_the_callable_in_order_and_counts(webshop_task):

@@ -24,8 +24,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dreamgym_env.curriculum.variations import Rejection, TaskVariations
-from dreamgym_env.envs.domain import (
+from dreamgym_env.domain import (
     ACTION_SLOT,
     GENERIC_STOPWORDS,
     ActionError,
@@ -40,6 +39,7 @@ from dreamgym_env.envs.domain import (
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.errors import ConfigurationError, excerpt
+from dreamgym_env.task_variations import Rejection, TaskVariations
 from dreamgym_env.types import Task
 
 Door = Literal["locked", "unlocked", "open"]

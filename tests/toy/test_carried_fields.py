@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import reference_transitions
-from dreamgym_env.envs.domain import ParsedAction
+from dreamgym_env.domain import ParsedAction
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gymnasium as gym
 import pytest
 
-from dreamgym_env.envs.domain import ACTION_SLOT, ActionError, ParsedAction, ReferenceEnv
+from dreamgym_env.domain import ACTION_SLOT, ActionError, ParsedAction, ReferenceEnv
 from dreamgym_env.envs.registry import (
     get_domain,
     reference_id,
@@ -53,7 +53,9 @@ def test_grammar_is_not_webshops(toy):
         assert isinstance(toy.parse_action(bad), ActionError), bad
     task = toy.tasks("train")[0]
     assert toy.admissible_actions(task.initial_state) == (
-        ["MOVE north", "MOVE south", "GRAB key"] if goal_of(task).key_room == "hall" else ["MOVE north", "MOVE south"]
+        ["MOVE north", "MOVE south", "GRAB key"]
+        if goal_of(task).key_room == "hall"
+        else ["MOVE north", "MOVE south"]
     )
     assert toy.is_terminal_action(ParsedAction("CLAIM", "gem", "CLAIM gem"))
     assert not toy.is_terminal_action(ParsedAction("GRAB", "key", "GRAB key"))
@@ -95,10 +97,15 @@ def test_invalid_actions_wrong_password_and_the_decoy(toy, toy_task):
     env.reset(options={"task": toy_task.id})
     observation, reward, _, _, info = env.step("UNLOCK door")  # no key yet
     assert not info["action_valid"] and "not possible" in info["error"] and reward == 0.0
-    assert observation.startswith(toy_task.initial_state) and observation.endswith(f"Invalid action: {info['error']}")
+    assert observation.startswith(toy_task.initial_state) and observation.endswith(
+        f"Invalid action: {info['error']}"
+    )
     for action in ("MOVE north", "GRAB key", "MOVE south", "UNLOCK door", "SAY nonsense"):
         observation, _, _, _, info = env.step(action)
-    assert 'Note: the door stays shut for "nonsense".' in observation and "SAY <word>" in info["admissible_actions"]
+    assert (
+        'Note: the door stays shut for "nonsense".' in observation
+        and "SAY <word>" in info["admissible_actions"]
+    )
     env.step(f"SAY {goal.password}")
     env.step("MOVE east")
     _, reward, terminated, _, info = env.step(f"CLAIM {goal.decoy}")
@@ -125,7 +132,10 @@ def test_gym_make_and_domain_instance_step_the_scripted_model(toy, toy_model, to
     env = gym.make("DreamGym/Toy-v0", state_mode="text", experience_model=toy_model)
     assert env.spec is not None and env.spec.max_episode_steps == 8
     observation, info = env.reset(options={"task": toy_task})
-    assert observation == toy_task.initial_state and info["admissible_actions"] == ["MOVE north", "MOVE south"]
+    assert observation == toy_task.initial_state and info["admissible_actions"] == [
+        "MOVE north",
+        "MOVE south",
+    ]
     _, _, _, _, info = env.step("click[Buy Now]")  # WebShop's syntax: invalid here, no model call
     assert not info["action_valid"] and toy_model.calls == 0
     observation, _, _, _, info = env.step("MOVE north")
@@ -144,7 +154,9 @@ def test_gym_make_and_domain_instance_step_the_scripted_model(toy, toy_model, to
 
 def test_a_free_instruction_becomes_a_task(toy, toy_model):
     env = DreamEnv("toy", toy_model)
-    instruction = 'Get the key from the cellar, unlock the vault door, say the password "zebra" and claim the crown.'
+    instruction = (
+        'Get the key from the cellar, unlock the vault door, say the password "zebra" and claim the crown.'
+    )
     _, info = env.reset(options={"task": instruction})
     assert goal_of(info["task"]).password == "zebra" and info["task"].domain == "toy"
 
@@ -156,5 +168,7 @@ def test_make_vec_steps_four_envs_in_one_batch(toy, toy_model):
     assert all(env.max_steps == 8 and env.domain is toy for env in envs.unwrapped.envs)
     _, infos = envs.reset(seed=0)
     _, _, _, _, infos = envs.step(["MOVE north", "MOVE south", "search[nothing]", "MOVE north"])
-    assert model.batches == 1 and model.calls == 3 and list(infos["action_valid"]) == [True, True, False, True]
+    assert (
+        model.batches == 1 and model.calls == 3 and list(infos["action_valid"]) == [True, True, False, True]
+    )
     envs.close()

@@ -60,7 +60,10 @@ def test_the_endpoint_request_carries_the_toy_rules(toy, server):
     assert "WebShop" not in system["content"] and "Toy | <room>" in system["content"]
     assert [request_action(body) for body in bodies] == [s.action for s in trajectory.steps]
     first = ExperienceRequest(
-        prompt=PROMPT, task=trajectory.task, state=trajectory.task.initial_state, action=trajectory.steps[0].action
+        prompt=PROMPT,
+        task=trajectory.task,
+        state=trajectory.task.initial_state,
+        action=trajectory.steps[0].action,
     )
     assert bodies[0]["messages"] == messages(toy.prompt, first)
 
@@ -99,7 +102,13 @@ class FakeRuntime:
     def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> dict[str, Any]:
         self.bodies.append(body)
         return {
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": self.content}, "finish_reason": "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.content},
+                    "finish_reason": "stop",
+                }
+            ],
             "usage": {"prompt_tokens": 90, "completion_tokens": 30},
         }
 
@@ -123,6 +132,8 @@ def test_the_local_backend_sends_the_toy_prompt(toy, toy_task, tmp_path: Path):
     model.close()
     assert observation == "Toy | library" and info["usage"]["model"] == "tiny-toy.gguf" and runtime.closed
     (body,) = runtime.bodies
-    request = ExperienceRequest(prompt=PROMPT, task=toy_task, state=toy_task.initial_state, action="MOVE north")
+    request = ExperienceRequest(
+        prompt=PROMPT, task=toy_task, state=toy_task.initial_state, action="MOVE north"
+    )
     assert body["messages"] == messages(toy.prompt, request)
     assert RULES.strip() in body["messages"][0]["content"]

@@ -61,7 +61,9 @@ def test_error_rate_0_3_corrupts_about_that_share_and_episodes_go_on(toy, trajec
     model.close()
 
 
-@pytest.mark.parametrize(("policy", "lowest", "highest"), [("expert", 1.0, 1.0), ("noisy", 0.2, 1.0), ("random", 0.0, 0.3)])
+@pytest.mark.parametrize(
+    ("policy", "lowest", "highest"), [("expert", 1.0, 1.0), ("noisy", 0.2, 1.0), ("random", 0.0, 0.3)]
+)
 def test_collect_writes_jsonl(toy, tmp_path: Path, policy: str, lowest: float, highest: float):
     out = tmp_path / f"{policy}.jsonl"
     summary = collect(toy, policy, 20, out, seed=1, progress=False)

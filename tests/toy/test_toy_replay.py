@@ -33,13 +33,17 @@ def test_requests_carry_k_toy_demonstrations_and_steps_are_written_back(toy, buf
     assert len(request.demonstrations) == 3
     expected = [h.record.action for h in buffer.search(request.state, request.action, k=3, domain="toy")]
     assert [d.action for d in request.demonstrations] == expected
-    assert all(d.action.split()[0] in ("MOVE", "GRAB", "UNLOCK", "SAY", "CLAIM") for d in request.demonstrations)
+    assert all(
+        d.action.split()[0] in ("MOVE", "GRAB", "UNLOCK", "SAY", "CLAIM") for d in request.demonstrations
+    )
     env.step("search[key]")  # invalid: not written, no request
     env.step(f"CLAIM {goal_of(toy_task).treasure}")
     after = buffer.counts()
     assert after["synthetic"] - before["synthetic"] == 2 and after["offline"] == before["offline"]
     written = buffer.search(toy_task.initial_state, "MOVE north", k=10, domain="toy", sources=["synthetic"])
-    assert sorted(h.record.action for h in written) == sorted(["MOVE north", f"CLAIM {goal_of(toy_task).treasure}"])
+    assert sorted(h.record.action for h in written) == sorted(
+        ["MOVE north", f"CLAIM {goal_of(toy_task).treasure}"]
+    )
     env.close()
 
 
@@ -50,7 +54,11 @@ def test_grounding_twice_grounds_once_and_closing_leaves_no_hooks(toy, buffer, t
     assert len(dream.context_providers) == 1 and len(dream.step_listeners) == 1
     before = buffer.counts()["synthetic"]
     outer.reset(options={"task": toy_task})
-    for action in ("MOVE north", "MOVE west", "MOVE west"):  # the scripted states name the action: 3 new steps
+    for action in (
+        "MOVE north",
+        "MOVE west",
+        "MOVE west",
+    ):  # the scripted states name the action: 3 new steps
         _, _, _, _, info = outer.step(action)
         assert info["demonstrations"] == 2 and len(toy_model.requests[-1].demonstrations) == 2
     assert buffer.counts()["synthetic"] - before == 3
@@ -71,5 +79,6 @@ def test_real_toy_steps_are_written_back_as_real(toy, buffer, toy_task):
         steps, done = steps + 1, terminated or truncated
     env.close()
     after = buffer.counts()
-    assert info["won"] and after["real"] - before["real"] == steps and after["synthetic"] == before["synthetic"]
-
+    assert (
+        info["won"] and after["real"] - before["real"] == steps and after["synthetic"] == before["synthetic"]
+    )

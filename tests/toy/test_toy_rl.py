@@ -61,7 +61,9 @@ def test_embed_observation_takes_the_horizon_and_stop_words_from_the_domain(toy,
     observation, *_ = env.step(env.get_wrapper_attr("candidates").index("MOVE south"))
     assert env.get_wrapper_attr("candidates") == ["MOVE north", "MOVE south"]
     features = observation["features"]
-    assert features[0, COL["times_taken"]] == pytest.approx(1 / 3) and features[1, COL["is_last_action"]] == 1.0
+    assert (
+        features[0, COL["times_taken"]] == pytest.approx(1 / 3) and features[1, COL["is_last_action"]] == 1.0
+    )
     assert observation["progress"][0] == pytest.approx(2 / 8)  # steps over the domain's horizon
     assert features[:2, COL["numbers_within"]].tolist() == [1.0, 1.0]  # no numeric bounds in this domain
     env.reset(options={"task": toy_task})
@@ -113,8 +115,12 @@ def test_the_sim2real_experiment_runs_on_the_toy_pack(toy, tmp_path: Path):
     pytest.importorskip("matplotlib")
     from dreamgym_env.rl.sim2real import Sim2RealConfig, run_sim2real, with_overrides
 
-    config = Sim2RealConfig(toy, real_steps=200, eval_tasks=3, workers=1, error_rates=(0.0, 0.3), out_dir=tmp_path)
-    config = with_overrides(config, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_actions=6, embed_dim=32)
+    config = Sim2RealConfig(
+        toy, real_steps=200, eval_tasks=3, workers=1, error_rates=(0.0, 0.3), out_dir=tmp_path
+    )
+    config = with_overrides(
+        config, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_actions=6, embed_dim=32
+    )
     assert config.reward == "score"  # the toy reference env has a shaped score
     report = run_sim2real(config, log=lambda line: None)
     methods = sorted((r.method, r.error_rate or 0.0) for r in report.runs)
@@ -129,7 +135,10 @@ def test_the_sim2real_experiment_runs_on_the_toy_pack(toy, tmp_path: Path):
         ]
     )
     assert report.find("PPO (real env)").real_steps == 200
-    assert report.find("DreamGym-PPO", 0.0).real_steps == 0 and report.find("DreamGym-PPO", 0.0).synthetic_steps >= 200
+    assert (
+        report.find("DreamGym-PPO", 0.0).real_steps == 0
+        and report.find("DreamGym-PPO", 0.0).synthetic_steps >= 200
+    )
     assert 20 <= report.find("DreamGym-S2R-PPO", 0.3).real_steps < 20 + 2
     assert report.find("DreamGym-PPO", 0.3).model_stats["answers"] > 0
     assert all(r.eval_episodes == 3 for r in report.runs)
@@ -151,7 +160,9 @@ def test_sim2real_workers_take_an_unregistered_domain(tmp_path: Path):
     from dreamgym_env.rl.sim2real import Sim2RealConfig, run_sim2real, test_tasks, with_overrides
 
     config = Sim2RealConfig(Annex(), real_steps=64, eval_tasks=2, workers=2, out_dir=tmp_path)
-    config = with_overrides(config, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_actions=6, embed_dim=32)
+    config = with_overrides(
+        config, n_envs=2, n_steps=32, batch_size=32, n_epochs=1, max_actions=6, embed_dim=32
+    )
     assert [t.domain for t in test_tasks(config)] == ["annex"] * 2
     report = run_sim2real(config, log=lambda line: None)  # two jobs in two worker processes
     assert report.find("PPO (real env)").real_steps == 64 and len(report.runs) == 4

@@ -74,5 +74,3 @@ def tiny_base(tmp_path_factory, dataset) -> Path:
     Qwen2ForCausalLM(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
-
-

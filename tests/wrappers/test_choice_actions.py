@@ -52,7 +52,9 @@ def test_candidates_are_cut_at_max_actions_and_deduplicated():
     assert candidate_actions(info, 2, slot_filler(None)) == ["click[a]", "click[b]"]
     assert candidate_actions(info, 8, slot_filler(None)) == ["click[a]", "click[b]", "click[c]"]
     filled = candidate_actions(
-        {"admissible_actions": ["search[<query>]"]}, 4, fill=lambda action, info, observation: ["search[x]", "search[y]"]
+        {"admissible_actions": ["search[<query>]"]},
+        4,
+        fill=lambda action, info, observation: ["search[x]", "search[y]"],
     )
     assert filled == ["search[x]", "search[y]"]
 

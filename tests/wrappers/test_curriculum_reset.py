@@ -73,7 +73,9 @@ def test_resets_follow_the_curriculum_and_returns_are_recorded(shop_model):
 
 def test_explicit_task_is_used_and_recorded(shop_model):
     curriculum = Curriculum(TASKS, seed=0)
-    env = CurriculumReset(gym.make("DreamGym/WebShop-v0", state_mode="text", experience_model=shop_model), curriculum)
+    env = CurriculumReset(
+        gym.make("DreamGym/WebShop-v0", state_mode="text", experience_model=shop_model), curriculum
+    )
     task_id, total = run_episode(env, options={"task": TASKS[5]})
     assert task_id == TASKS[5].id and total == 0.0 and curriculum.stats.episodes(TASKS[5].id) == 1
 

@@ -64,7 +64,11 @@ def test_option_labels_named_in_the_instruction_score_full_recall(env):
     recall = observation["features"][: len(candidates), COL["label_recall"]]
     for action, value in zip(candidates, recall, strict=True):
         label_words = words(label_of(action), SHOPPING_STOPWORDS)
-        expected = len(label_words & words(instruction, SHOPPING_STOPWORDS)) / len(label_words) if label_words else 0.0
+        expected = (
+            len(label_words & words(instruction, SHOPPING_STOPWORDS)) / len(label_words)
+            if label_words
+            else 0.0
+        )
         assert value == pytest.approx(expected)
 
 

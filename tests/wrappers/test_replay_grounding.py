@@ -66,7 +66,9 @@ def test_grounded_run_shows_retrieved_demonstrations_at_the_server(buffer, exper
     task = expert_trajectory.task
     with ScriptedOpenAIServer(scripted_pages(expert_trajectory)) as server:
         model = OpenAIExperienceModel(base_url=server.url, model="scripted", api_key=None)
-        env = ReplayGrounding(gym.make("DreamGym/WebShop-v0", state_mode="text", experience_model=model), buffer, k=4)
+        env = ReplayGrounding(
+            gym.make("DreamGym/WebShop-v0", state_mode="text", experience_model=model), buffer, k=4
+        )
         env.reset(seed=0, options={"task": task})
         for step in expert_trajectory.steps:
             _, reward, terminated, _, info = env.step(step.action)
@@ -88,7 +90,9 @@ def test_grounded_run_shows_retrieved_demonstrations_at_the_server(buffer, exper
 def test_without_grounding_no_demonstrations_reach_the_server(expert_trajectory, buffer):
     with ScriptedOpenAIServer(scripted_pages(expert_trajectory)) as server:
         model = OpenAIExperienceModel(base_url=server.url, model="scripted", api_key=None)
-        env = ReplayGrounding(gym.make("DreamGym/WebShop-v0", state_mode="text", experience_model=model), buffer, k=0)
+        env = ReplayGrounding(
+            gym.make("DreamGym/WebShop-v0", state_mode="text", experience_model=model), buffer, k=0
+        )
         env.reset(options={"task": expert_trajectory.task})
         env.step(expert_trajectory.steps[0].action)
         model.close()

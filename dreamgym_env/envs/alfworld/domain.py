@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dreamgym_env.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
 from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
 from dreamgym_env.envs.alfworld.grammar import parse_action, parse_command
 from dreamgym_env.envs.alfworld.household import Household
@@ -15,7 +16,6 @@ from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
 from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS, ALFWorldState, render
 from dreamgym_env.envs.alfworld.state import admissible_actions as state_admissible_actions
 from dreamgym_env.envs.alfworld.tasks import world_of
-from dreamgym_env.envs.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 

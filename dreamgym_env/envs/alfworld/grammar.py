@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from dreamgym_env.envs.domain import ActionError, ParsedAction
+from dreamgym_env.domain import ActionError, ParsedAction
 
 MAX_ACTION_CHARS = 200
 _NAME = r"([a-z]+ [1-9]\d*)"

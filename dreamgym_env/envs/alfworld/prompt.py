@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dreamgym_env.envs.domain import DomainPrompt
+from dreamgym_env.domain import DomainPrompt
 
 PROMPT = DomainPrompt(
     rules="""ALFWorld 0.3: a household text world. One room with numbered receptacles (cabinet 1, \

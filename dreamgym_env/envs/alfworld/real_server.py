@@ -36,9 +36,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
+from dreamgym_env.domain import ActionError, RewardMode
 from dreamgym_env.envs.alfworld.grammar import Command, parse_command
 from dreamgym_env.envs.alfworld.state import BANNER, location_numbers
-from dreamgym_env.envs.domain import ActionError, RewardMode
 from dreamgym_env.envs.real import (
     RealServerEnv,
     ServerReply,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from dreamgym_env.domain import ActionError, Domain, RewardMode
 from dreamgym_env.envs.alfworld.goal import Goal, GoalCheck
 from dreamgym_env.envs.alfworld.grammar import parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
-from dreamgym_env.envs.domain import ActionError, Domain, RewardMode
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError

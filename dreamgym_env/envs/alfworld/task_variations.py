@@ -16,13 +16,13 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from dreamgym_env.curriculum.variations import Rejection, TaskVariations, generated_task_id
 from dreamgym_env.envs.alfworld.goal import FAMILIES, TEMPLATES, Goal, GoalCheck
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.state import start_text
 from dreamgym_env.envs.alfworld.tasks import world_of
 from dreamgym_env.envs.alfworld.world import LAMPS, World, kind_of
 from dreamgym_env.errors import ConfigurationError, excerpt
+from dreamgym_env.task_variations import Rejection, TaskVariations, generated_task_id
 from dreamgym_env.types import Task
 
 _GOAL_FIELDS = ("family", "object_type", "receptacle_type", "lamp_type")

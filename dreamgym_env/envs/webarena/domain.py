@@ -10,7 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.envs.domain import (
+from dreamgym_env.domain import (
     ACTION_SLOT,
     ActionError,
     Domain,

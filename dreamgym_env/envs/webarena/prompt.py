@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dreamgym_env.envs.domain import DomainPrompt
+from dreamgym_env.domain import DomainPrompt
 from dreamgym_env.envs.webarena.state import SCROLL_STEP, VIEWPORT
 
 PROMPT = DomainPrompt(

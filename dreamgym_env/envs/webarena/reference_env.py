@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dreamgym_env.envs.domain import ActionError, Domain, RewardMode
+from dreamgym_env.domain import ActionError, Domain, RewardMode
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
-from dreamgym_env.curriculum.variations import Rejection, TaskVariations
 from dreamgym_env.envs.webarena.tasks import make_task
 from dreamgym_env.envs.webarena.templates import TEMPLATES, TEMPLATES_BY_ID
 from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, load_data
 from dreamgym_env.errors import excerpt
+from dreamgym_env.task_variations import Rejection, TaskVariations
 from dreamgym_env.types import Task
 
 MAX_SLOT_CHARS = 200

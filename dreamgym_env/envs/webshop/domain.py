@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from dreamgym_env.envs.domain import (
+from dreamgym_env.domain import (
     GENERIC_STOPWORDS,
     ActionError,
     Domain,

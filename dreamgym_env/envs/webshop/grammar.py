@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from dreamgym_env.envs.domain import ActionError, ParsedAction
+from dreamgym_env.domain import ActionError, ParsedAction
 
 MAX_ACTION_CHARS = 500
 _ACTION = re.compile(r"(.+)\[(.+)\]")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dreamgym_env.envs.domain import ParsedAction
+from dreamgym_env.domain import ParsedAction
 from dreamgym_env.envs.webshop.catalog import Catalog
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,

@@ -32,7 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
-from dreamgym_env.envs.domain import RewardMode
+from dreamgym_env.domain import RewardMode
 from dreamgym_env.envs.real import (
     RealServerEnv,
     ServerReply,

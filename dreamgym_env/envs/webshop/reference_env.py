@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from dreamgym_env.envs.domain import ActionError, Domain, ParsedAction, RewardMode
+from dreamgym_env.domain import ActionError, Domain, ParsedAction, RewardMode
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog

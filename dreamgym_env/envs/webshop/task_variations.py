@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.curriculum.variations import MAX_INSTRUCTION_CHARS, Rejection, TaskVariations
 from dreamgym_env.envs.webshop import vocabulary as V
 from dreamgym_env.envs.webshop.catalog import (
     DEFAULT_CATALOG_SEED,
@@ -28,10 +27,11 @@ from dreamgym_env.envs.webshop.goal import Goal, score_purchase
 from dreamgym_env.envs.webshop.matching import phrase_in_text, phrases_match
 from dreamgym_env.envs.webshop.pages import search_page
 from dreamgym_env.errors import ConfigurationError, excerpt
+from dreamgym_env.task_variations import MAX_INSTRUCTION_CHARS, Rejection, TaskVariations
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
-    from dreamgym_env.envs.domain import Domain
+    from dreamgym_env.domain import Domain
 
 MAX_GOAL_ATTRIBUTES = 5
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

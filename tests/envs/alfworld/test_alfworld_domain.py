@@ -1,9 +1,9 @@
 from __future__ import annotations
 
+from dreamgym_env.domain import ActionError, ParsedAction
 from dreamgym_env.envs.alfworld.domain import ALFWorldDomain
 from dreamgym_env.envs.alfworld.goal import Goal
 from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
-from dreamgym_env.envs.domain import ActionError, ParsedAction
 
 DOMAIN = ALFWorldDomain()
 

@@ -72,7 +72,12 @@ def test_the_oracle_with_errors_keeps_episodes_going():
 def test_the_curriculum_generator_accepts_a_feasible_task_and_rejects_an_infeasible_one():
     seed = next(t for t in DOMAIN.tasks("test") if t.id == "alfworld-test-00002")  # a kitchen
     base = {"parent_id": seed.id, "receptacle_type": None, "lamp_type": None}
-    feasible = {**base, "family": "pick_two_obj_and_place", "object_type": "Winebottle", "receptacle_type": "cabinet"}
+    feasible = {
+        **base,
+        "family": "pick_two_obj_and_place",
+        "object_type": "Winebottle",
+        "receptacle_type": "cabinet",
+    }
     infeasible = {**base, "family": "pick_and_place", "object_type": "book", "receptacle_type": "fridge"}
     with ScriptedOpenAIServer() as server:
         chat = EndpointChat(base_url=server.url, model="writer", api_key=None, retry=1)

@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dreamgym_env.domain import ActionError, ParsedAction
 from dreamgym_env.envs.alfworld.grammar import MAX_ACTION_CHARS, Command, parse_action, parse_command
-from dreamgym_env.envs.domain import ActionError, ParsedAction
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,12 @@ WRONG = {
         "go to countertop 1",
         "put tomato 1 in/on countertop 1",
     ),
-    "alfworld-test-00004": ("go to desk 1", "use desklamp 1", "go to sidetable 2", "take tissuebox 1 from sidetable 2"),
+    "alfworld-test-00004": (
+        "go to desk 1",
+        "use desklamp 1",
+        "go to sidetable 2",
+        "take tissuebox 1 from sidetable 2",
+    ),
     "alfworld-test-00008": (  # heated in the fridge instead of cooled
         *SOLUTIONS["alfworld-test-00008"][:4],
         "heat winebottle 2 with fridge 1",
@@ -156,18 +161,27 @@ def test_alfworld_observations(env):
     assert env.step("look")[0] == "You are facing the microwave 1. Next to it, you see nothing."
     assert env.step("go to microwave 1")[0] == "You arrive at loc 27. The microwave 1 is closed."
     env.step("go to fridge 1")
-    assert env.step("open fridge 1")[0] == "You open the fridge 1. The fridge 1 is open. In it, you see a tomato 1."
+    assert (
+        env.step("open fridge 1")[0]
+        == "You open the fridge 1. The fridge 1 is open. In it, you see a tomato 1."
+    )
     obs, reward, terminated, *_ = env.step("put bread 2 in/on fridge 1")
     assert obs == "You put the bread 2 in/on the fridge 1." and terminated
     env.reset(options={"task": "alfworld-test-00002"})
     assert env.step("inventory")[0] == "You are not carrying anything."
     # the look action binds the agent's location, where no receptacle stands: list_appliances is empty
-    assert env.step("look")[0] == "You are in the middle of a room. Looking quickly around you, you see nothing."
+    assert (
+        env.step("look")[0] == "You are in the middle of a room. Looking quickly around you, you see nothing."
+    )
 
 
 def test_clean_heat_and_cool_change_the_object_state(env):
     """alfred.pddl's CleanObject/HeatObject/CoolObject effects; examineObject.feedback's "hot and clean", "cold"."""
-    play(env, "alfworld-test-00003", ("go to fridge 1", "open fridge 1", "take tomato 1 from fridge 1", "go to sinkbasin 1"))
+    play(
+        env,
+        "alfworld-test-00003",
+        ("go to fridge 1", "open fridge 1", "take tomato 1 from fridge 1", "go to sinkbasin 1"),
+    )
     assert env.step("clean tomato 1 with sinkbasin 1")[0] == "You clean the tomato 1 using the sinkbasin 1."
     assert env.abstract_state.object_states == {"tomato 1": ["clean"]}
     env.step("go to microwave 1")
@@ -326,7 +340,9 @@ def test_slice_receptacle_objects_and_receptacle_rules(env):
     admissible = env.admissible_actions()
     assert {"slice egg 1 with butterknife 1", "slice tomato 1 with butterknife 1"} <= set(admissible)
     assert "slice bowl 1 with butterknife 1" not in admissible  # a bowl is not sliceable
-    assert env.step("slice tomato 1 with butterknife 1")[0] == "You sliced the tomato 1 with the butterknife 1."
+    assert (
+        env.step("slice tomato 1 with butterknife 1")[0] == "You sliced the tomato 1 with the butterknife 1."
+    )
     assert env.step("examine bowl 1")[0] == "This is a normal bowl 1. In it, you see nothing."
     env.step("go to fridge 1")
     env.step("open fridge 1")
@@ -343,7 +359,11 @@ def test_slice_receptacle_objects_and_receptacle_rules(env):
 
 def test_process_commands_are_offered_only_for_objects_that_take_the_state(env):
     """alfred.pddl's HeatObject needs ``heatable`` (ALFRED's VAL_ACTION_OBJECTS['Heatable']): no bowl in it."""
-    play(env, "alfworld-test-00008", ("go to countertop 1", "take bowl 1 from countertop 1", "go to microwave 1"))
+    play(
+        env,
+        "alfworld-test-00008",
+        ("go to countertop 1", "take bowl 1 from countertop 1", "go to microwave 1"),
+    )
     assert not any(a.startswith("heat ") for a in env.admissible_actions())
     assert env.step("heat bowl 1 with microwave 1")[0] == "Nothing happens."
     env.step("go to fridge 1")

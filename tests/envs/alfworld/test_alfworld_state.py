@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dreamgym_env.domain import ActionError
 from dreamgym_env.envs.alfworld.goal import FAMILIES
 from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
 from dreamgym_env.envs.alfworld.state import ALFWorldState, admissible_actions, describe, render, see_list
-from dreamgym_env.envs.domain import ActionError
 from dreamgym_env.envs.registry import get_domain
 
 DOMAIN = get_domain("alfworld")
@@ -82,7 +82,11 @@ def test_the_env_text_is_always_the_render_of_its_abstract_state():
             state = env.abstract_state
             assert render(state) == obs
             # the one difference: SliceObject reaches objects the state has not seen in a closed receptacle
-            hidden = [a for a in info["admissible_actions"] if a.startswith("slice ") and a.split()[1:3] not in seen(state)]
+            hidden = [
+                a
+                for a in info["admissible_actions"]
+                if a.startswith("slice ") and a.split()[1:3] not in seen(state)
+            ]
             assert admissible_actions(state) == [a for a in info["admissible_actions"] if a not in hidden]
             assert ALFWorldState.model_validate_json(state.model_dump_json()) == state
             actions = info["admissible_actions"]

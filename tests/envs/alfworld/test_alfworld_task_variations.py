@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from dreamgym_env.curriculum.variations import Rejection
 from dreamgym_env.envs.alfworld.domain import ALFWorldDomain
 from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
+from dreamgym_env.task_variations import Rejection
 from dreamgym_env.types import Task
 
 DOMAIN = ALFWorldDomain()
@@ -83,7 +83,10 @@ def test_malformed_candidates_are_rejected(variations, kitchen_seed, bad):
         ({"family": "pick_heat_then_place", "object_type": "saltshaker", "receptacle_type": "fridge"}, "hot"),
         ({"family": "pick_and_place", "object_type": "egg", "receptacle_type": "garbagecan"}, "already"),
         # alfred.pddl's PutObject needs canContain (ALFRED's VAL_RECEPTACLE_OBJECTS has no apple on a shelf)
-        ({"family": "pick_and_place", "object_type": "apple", "receptacle_type": "shelf"}, "receptacle rules"),
+        (
+            {"family": "pick_and_place", "object_type": "apple", "receptacle_type": "shelf"},
+            "receptacle rules",
+        ),
     ],
 )
 def test_infeasible_candidates_are_rejected(variations, kitchen_seed, goal, reason):

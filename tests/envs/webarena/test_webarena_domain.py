@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from dreamgym_env.curriculum.variations import Rejection
-from dreamgym_env.envs.domain import ActionError, ParsedAction
+from dreamgym_env.domain import ActionError, ParsedAction
 from dreamgym_env.envs.webarena.domain import WebArenaDomain
 from dreamgym_env.envs.webarena.expert import WebArenaExpert
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.reference_env import WebArenaRefEnv
 from dreamgym_env.errors import ConfigurationError
+from dreamgym_env.task_variations import Rejection
 from dreamgym_env.types import Task
 
 DOMAIN = WebArenaDomain()
@@ -53,7 +53,9 @@ def test_terminal_action_and_feedback():
 def test_make_task_picks_the_site_or_refuses():
     task = DOMAIN.make_task("Star the project dotfiles on gitlab")
     assert task.metadata["site"] == "gitlab" and task.initial_state.startswith("Tab 0 (current): Projects")
-    assert DOMAIN.make_task("How long does it take to walk from the zoo to the park?").metadata["site"] == "map"
+    assert (
+        DOMAIN.make_task("How long does it take to walk from the zoo to the park?").metadata["site"] == "map"
+    )
     with pytest.raises(ConfigurationError):
         DOMAIN.make_task("Tell me a joke")
 
@@ -63,10 +65,17 @@ def test_task_variations_build_feasible_and_reject_unknown_names():
     parent = DOMAIN.tasks("test")[0]
     post = next(t for t in DOMAIN.tasks() if t.metadata["template"] == "reddit.author").metadata["slots"]
     built = variations.build(
-        {"parent_id": parent.id, "template": "reddit.comment",
-         "slots": {"comment": "Nice one", "post": post["post"].upper(), "forum": post["forum"]}}, parent)
+        {
+            "parent_id": parent.id,
+            "template": "reddit.comment",
+            "slots": {"comment": "Nice one", "post": post["post"].upper(), "forum": post["forum"]},
+        },
+        parent,
+    )
     assert isinstance(built, Task) and built.parent_id == parent.id and built.metadata["generated"]
-    assert built.instruction == f"Post a comment 'Nice one' on the post '{post['post']}' in /f/{post['forum']}."
+    assert (
+        built.instruction == f"Post a comment 'Nice one' on the post '{post['post']}' in /f/{post['forum']}."
+    )
     env = WebArenaRefEnv(tasks=[built])
     obs, info = env.reset(options={"task": built})
     expert = WebArenaExpert()
@@ -76,9 +85,16 @@ def test_task_variations_build_feasible_and_reject_unknown_names():
             break
     assert reward == 1.0
     for slots, kind in (({"product": "iPhone 15"}, "infeasible"), ({}, "malformed")):
-        rejected = variations.build({"parent_id": parent.id, "template": "shopping.price", "slots": slots}, parent)
+        rejected = variations.build(
+            {"parent_id": parent.id, "template": "shopping.price", "slots": slots}, parent
+        )
         assert isinstance(rejected, Rejection) and rejected.kind == kind
     unknown = variations.build({"parent_id": parent.id, "template": "facebook.like", "slots": {}}, parent)
     assert isinstance(unknown, Rejection) and unknown.kind == "malformed"
-    assert variations.fingerprint(built) == variations.fingerprint(built.model_copy(update={"instruction": "x"}))
-    assert "reddit.comment" in variations.describe() and variations.candidate_schema()["required"][1] == "template"
+    assert variations.fingerprint(built) == variations.fingerprint(
+        built.model_copy(update={"instruction": "x"})
+    )
+    assert (
+        "reddit.comment" in variations.describe()
+        and variations.candidate_schema()["required"][1] == "template"
+    )

@@ -100,7 +100,10 @@ def test_url_match_reference_host_and_path_is_a_substring_of_the_page():
     """``URLEvaluator`` (GOLD in PRED): ``ref_base_path in pred_base_path`` after ``rstrip("/")``."""
     assert url_match("http://reddit.local/f/books", "http://reddit.local/f/books/12") == 1.0
     assert url_match("http://reddit.local/f/books/", "http://reddit.local/f/books") == 1.0
-    assert url_match("http://shopping.local/category/electronics", "http://shopping.local/category/toys-games") == 0.0
+    assert (
+        url_match("http://shopping.local/category/electronics", "http://shopping.local/category/toys-games")
+        == 0.0
+    )
     # the host is compared as written: the browser is the one that lower-cases it
     assert url_match("http://reddit.local/f/books", "http://REDDIT.local/f/books") == 0.0
 

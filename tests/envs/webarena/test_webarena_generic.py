@@ -90,7 +90,9 @@ def test_choice_actions_embed_observation_and_sb3_check_env(oracle):
         candidates = info["action_candidates"]
         instruction = info["task"].instruction
         assert 2 < len(candidates) <= 32 and all(DOMAIN.parse_action(a).verb for a in candidates)
-        assert f"stop [{instruction}]" not in candidates  # slots take phrases and page values, not the instruction
+        assert (
+            f"stop [{instruction}]" not in candidates
+        )  # slots take phrases and page values, not the instruction
         assert any(a.startswith("type [") for a in candidates)
         assert wrapped.get_wrapper_attr("action_masks")().sum() == len(candidates)
         assert observation["actions"].shape == (32, 32)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dreamgym_env.envs.domain import ActionError, ParsedAction
+from dreamgym_env.domain import ActionError, ParsedAction
 from dreamgym_env.envs.webarena.grammar import MAX_ACTION_CHARS, Command, parse_action, parse_command
 
 
@@ -53,16 +53,40 @@ def test_valid_actions_parse_to_their_canonical_form(text, canonical):
 
 def test_type_keeps_the_text_and_the_enter_flag():
     """browser_env/actions.py ``create_id_based_action``: the text is the greedy ``(.+)``; the flag 1 presses Enter."""
-    assert parse_command("type [4] [hello world] [0]") == Command("type", element=4, text="hello world", enter=False)
+    assert parse_command("type [4] [hello world] [0]") == Command(
+        "type", element=4, text="hello world", enter=False
+    )
     assert parse_command("type [4] [x] [2]") == Command("type", element=4, text="x] [2", enter=True)
 
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "click", "click [abc]", "click 12", "click [ 12 ]", "click  [12]", "CLICK [12]", "Click [12]",
-     "Stop [x]", "scroll [DOWN]", "type [3]", "type [x] [y] [1]", "type [7] [] [1]", "type [7] [a\nb] [1]",
-     "scroll [left]", "tab_focus [one]", "goto []", "press []", "jump [3]", "stop now [x]", "`stop [N/A]`",
-     "\ud800", "x" * (MAX_ACTION_CHARS + 1)],
+    [
+        "",
+        "   ",
+        "click",
+        "click [abc]",
+        "click 12",
+        "click [ 12 ]",
+        "click  [12]",
+        "CLICK [12]",
+        "Click [12]",
+        "Stop [x]",
+        "scroll [DOWN]",
+        "type [3]",
+        "type [x] [y] [1]",
+        "type [7] [] [1]",
+        "type [7] [a\nb] [1]",
+        "scroll [left]",
+        "tab_focus [one]",
+        "goto []",
+        "press []",
+        "jump [3]",
+        "stop now [x]",
+        "`stop [N/A]`",
+        "\ud800",
+        "x" * (MAX_ACTION_CHARS + 1),
+    ],
 )
 def test_malformed_actions_are_errors(text):
     """browser_env/actions.py ``create_id_based_action`` raises ``ActionParsingError`` on these (capitalised verbs, an

@@ -27,9 +27,14 @@ def test_html_render_opens_in_headless_chromium(headless_chromium, tmp_path):
     env, product = _product_page()
     path = tmp_path / "page.html"
     path.write_text(env.render() or "", encoding="utf-8")
-    dom = subprocess.run([*headless_chromium, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
+    dom = subprocess.run(
+        [*headless_chromium, "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60
+    )
     assert product in dom.stdout and "Add to Cart" in dom.stdout
     shot = tmp_path / "page.png"
-    subprocess.run([*headless_chromium, f"--screenshot={shot}", "--window-size=1200,900", path.as_uri()],
-                   capture_output=True, timeout=60)
+    subprocess.run(
+        [*headless_chromium, f"--screenshot={shot}", "--window-size=1200,900", path.as_uri()],
+        capture_output=True,
+        timeout=60,
+    )
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -64,7 +64,9 @@ def test_reset_restores_the_seeded_state(env, element_id, task_of):
 # -- one state-changing task per site, by hand ---------------------------------------------------
 def _solve_shopping(env, slots, element_id):
     obs = env.state
-    obs, *_ = env.step(f"type [{element_id(obs, 'textbox', 'Search entire store here...')}] [{slots['product']}]")
+    obs, *_ = env.step(
+        f"type [{element_id(obs, 'textbox', 'Search entire store here...')}] [{slots['product']}]"
+    )
     obs, *_ = env.step(f"click [{element_id(obs, 'link', slots['product'])}]")
     return env.step(f"click [{element_id(obs, 'button', 'Add to Cart')}]")
 
@@ -87,7 +89,9 @@ def _solve_reddit(env, slots, element_id):
 
 def _solve_gitlab(env, slots, element_id):
     # The project list is longer than the viewport: filter it first, as a user would.
-    obs, *_ = env.step(f"type [{element_id(env.state, 'textbox', 'Filter by name')}] [{slots['project']}] [1]")
+    obs, *_ = env.step(
+        f"type [{element_id(env.state, 'textbox', 'Filter by name')}] [{slots['project']}] [1]"
+    )
     obs, *_ = env.step(f"click [{element_id(obs, 'link', slots['project'])}]")
     obs, *_ = env.step(f"click [{element_id(obs, 'link', 'Issues')}]")
     obs, *_ = env.step(f"click [{element_id(obs, 'link', 'New issue')}]")
@@ -97,16 +101,28 @@ def _solve_gitlab(env, slots, element_id):
 
 @pytest.mark.parametrize(
     ("template", "solve"),
-    [("shopping.add_to_cart", _solve_shopping), ("shopping_admin.set_status", _solve_admin),
-     ("reddit.comment", _solve_reddit), ("gitlab.new_issue", _solve_gitlab)],
+    [
+        ("shopping.add_to_cart", _solve_shopping),
+        ("shopping_admin.set_status", _solve_admin),
+        ("reddit.comment", _solve_reddit),
+        ("gitlab.new_issue", _solve_gitlab),
+    ],
 )
-def test_state_changing_task_done_by_hand_is_won_and_left_undone_is_lost(env, template, solve, task_of, element_id):
+def test_state_changing_task_done_by_hand_is_won_and_left_undone_is_lost(
+    env, template, solve, task_of, element_id
+):
     """Only ``stop`` ends an episode, as in WebArena's run.py ``test`` loop (``action_type == STOP`` breaks it):
     the change itself gives no reward and does not terminate; the stop after it is judged."""
     task = task_of(template)
     env.reset(options={"task": task})
     obs, reward, terminated, truncated, info = solve(env, task.metadata["slots"], element_id)
-    assert (reward, terminated, truncated, info["won"], info["action_valid"]) == (0.0, False, False, False, True)
+    assert (reward, terminated, truncated, info["won"], info["action_valid"]) == (
+        0.0,
+        False,
+        False,
+        False,
+        True,
+    )
     obs, reward, terminated, truncated, info = env.step("stop []")
     assert (reward, terminated, truncated, info["won"]) == (1.0, True, False, True)
     env.reset(options={"task": task})
@@ -129,8 +145,10 @@ def test_map_route_answer_right_and_wrong(env, element_id, task_of):
         assert (reward, terminated, info["won"]) == (float(won), True, won)
 
 
-@pytest.mark.parametrize("template", ["shopping.price", "shopping_admin.customer_orders", "reddit.author",
-                                      "gitlab.stars", "map.address"])
+@pytest.mark.parametrize(
+    "template",
+    ["shopping.price", "shopping_admin.customer_orders", "reddit.author", "gitlab.stars", "map.address"],
+)
 def test_info_task_scores_the_reference_answer_and_not_a_wrong_one(env, template, task_of):
     task = task_of(template)
     answers = task.metadata["eval"]["reference_answers"]
@@ -153,8 +171,12 @@ def test_navigation_task_is_judged_by_the_url_at_stop(env, element_id, task_of):
 def test_score_mode_gives_no_partial_credit():
     """evaluation_harness/evaluators.py ``EvaluatorComb`` multiplies 0/1 scores: one of two products named scores 0 in either mode."""
     env = WebArenaRefEnv(reward="score")
-    task = next(t for t in env.task_set.train if t.metadata["template"] == "shopping_admin.bestsellers_year"
-                and len(t.metadata["eval"]["reference_answers"]["must_include"]) == 2)
+    task = next(
+        t
+        for t in env.task_set.train
+        if t.metadata["template"] == "shopping_admin.bestsellers_year"
+        and len(t.metadata["eval"]["reference_answers"]["must_include"]) == 2
+    )
     env.reset(options={"task": task})
     first, second = task.metadata["eval"]["reference_answers"]["must_include"]
     _, reward, _, _, info = env.step(f"stop [{first}]")
@@ -207,9 +229,14 @@ def test_a_new_post_is_judged_by_the_content_of_the_page_at_stop(env, task_of):
 # -- invalid actions ------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("action", "error"),
-    [("click [9999]", "no element [9999]"), ("goto [http://nowhere.local/]", "no page"),
-     ("goto [http://shopping.local/product/99999]", "no page"),
-     ("tab_focus [3]", "no tab 3"), ("dance", "unknown action"), ("type [1] [x]", "not a text field")],
+    [
+        ("click [9999]", "no element [9999]"),
+        ("goto [http://nowhere.local/]", "no page"),
+        ("goto [http://shopping.local/product/99999]", "no page"),
+        ("tab_focus [3]", "no tab 3"),
+        ("dance", "unknown action"),
+        ("type [1] [x]", "not a text field"),
+    ],
 )
 def test_invalid_action_keeps_the_page_with_a_failure_line(env, action, error):
     obs, _ = env.reset(seed=0)
@@ -232,7 +259,11 @@ def test_history_moves_with_no_page_there_change_nothing(env, action):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(st.text(max_size=200), st.sampled_from(["click [\ud800]", "type [3] [\ud800] [1]", "x" * 20_000])))
+@given(
+    st.one_of(
+        st.text(max_size=200), st.sampled_from(["click [\ud800]", "type [3] [\ud800] [1]", "x" * 20_000])
+    )
+)
 def test_any_string_action_never_raises(env, action):
     env.reset(seed=1)
     obs, reward, *_ = env.step(action)
@@ -249,7 +280,9 @@ def test_non_string_actions_are_invalid(env):
 def test_tabs_history_and_scrolling(env, task_of):
     env.reset(options={"task": task_of("gitlab.stars")})
     obs, *_ = env.step("new_tab")
-    assert obs.startswith("Tab 0: Projects · GitLab | Tab 1 (current): \n\n[1] RootWebArea '' focused: True")  # about:blank
+    assert obs.startswith(
+        "Tab 0: Projects · GitLab | Tab 1 (current): \n\n[1] RootWebArea '' focused: True"
+    )  # about:blank
     obs, *_ = env.step("goto [map.local/search?q=park]")
     assert "link 'Schenley Park'" in obs
     obs, *_ = env.step("tab_focus [0]")
@@ -279,7 +312,11 @@ def test_a_page_longer_than_the_viewport_says_so_and_scrolls(env, task_of):
     assert (state.more_above, state.more_below) == (True, True)
     assert f"[{first_hidden}] " in obs and "[2] " not in obs  # scrolled by less than a viewport: none skipped
     # the synthetic env reads the same scrolls from the observation text
-    assert WebArenaDomain().admissible_actions(obs) == [*info["admissible_actions"][:-1], "go_back", "stop [<answer>]"]
+    assert WebArenaDomain().admissible_actions(obs) == [
+        *info["admissible_actions"][:-1],
+        "go_back",
+        "stop [<answer>]",
+    ]
 
 
 def test_ids_are_stable_for_the_same_page(env, task_of):
@@ -359,7 +396,9 @@ def test_the_answer_schema_bounds_a_page_and_every_page_of_the_sites_fits(env):
     page = env.abstract_state
     assert validator.is_valid(page.model_dump(mode="json"))
     # what a small model writes when it loops: more elements than a viewport, an endless name
-    looping = page.model_copy(update={"elements": [Element(id=i, role="link", name="x") for i in range(VIEWPORT + 2)]})
+    looping = page.model_copy(
+        update={"elements": [Element(id=i, role="link", name="x") for i in range(VIEWPORT + 2)]}
+    )
     assert not validator.is_valid(looping.model_dump(mode="json"))
     endless = page.model_copy(update={"elements": [Element(id=1, role="RootWebArea", name="x" * 201)]})
     assert not validator.is_valid(endless.model_dump(mode="json"))

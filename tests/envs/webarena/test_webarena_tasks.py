@@ -59,5 +59,7 @@ def test_the_mix_of_evaluators_is_near_the_real_812():
     program = sum(v for k, v in share.items() if k[-1] in ("program_state", "program_html"))
     assert 0.35 <= share[("string_match",)] <= 0.55 and 0.35 <= program <= 0.55
     assert 0.05 <= share[("url_match",)] <= 0.12 and ("url_match", "string_match") in kinds
-    unachievable = sum(t.metadata["eval"].get("reference_answers", {}).get("fuzzy_match") == "N/A" for t in every)
+    unachievable = sum(
+        t.metadata["eval"].get("reference_answers", {}).get("fuzzy_match") == "N/A" for t in every
+    )
     assert 0.03 <= unachievable / len(every) <= 0.07

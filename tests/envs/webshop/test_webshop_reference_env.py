@@ -83,7 +83,11 @@ def test_search_results_and_pagination(env):
         obs, *_ = env.step("click[Next >]")
     assert "| page 5 of 5 |" in obs and "[< Prev] [Next >]" in obs  # results_page.html always has Next >
     obs, reward, terminated, truncated, info = env.step("click[Next >]")
-    assert info["action_valid"] and "| page 6 of 5 |" in obs and obs.endswith("[Back to Search] [< Prev] [Next >]")
+    assert (
+        info["action_valid"]
+        and "| page 6 of 5 |" in obs
+        and obs.endswith("[Back to Search] [< Prev] [Next >]")
+    )
     for _ in range(5):
         obs, *_ = env.step("click[< Prev]")
     assert obs == page_one

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import iter_episodes
-from dreamgym_env.envs.domain import Policy
+from dreamgym_env.domain import Policy
 from dreamgym_env.envs.webshop.domain import WebShopDomain
 from dreamgym_env.envs.webshop.goal import Goal
 from dreamgym_env.envs.webshop.pages import Page
@@ -258,7 +258,9 @@ def test_results_navigation_follows_page_and_total():
     assert first.split("\n")[0] == 'WebShop | results | query "q" | page 1 of 2 | 12 results'
     assert first.split("\n")[2] == "[Back to Search] [Next >]" and first.endswith("[B0X] T | $2.50")
     beyond = render(WebShopState(kind="results", instruction="i", query="q", page=3, total=12))
-    assert beyond.split("\n")[2:] == ["[Back to Search] [< Prev] [Next >]"]  # results_page.html: Next > always
+    assert beyond.split("\n")[2:] == [
+        "[Back to Search] [< Prev] [Next >]"
+    ]  # results_page.html: Next > always
     none = render(WebShopState(kind="results", instruction="i", query="q", total=0))
     assert none.split("\n")[2:] == ["[Back to Search] [Next >]", "No products match the query."]
 

@@ -22,7 +22,7 @@ from dreamgym_env.types import DomainPrompt, Split, Task
 
 
 class VariedDomain(Protocol):
-    """What the task generator reads of a domain; every :class:`~dreamgym_env.envs.domain.Domain` is one."""
+    """What the task generator reads of a domain; every :class:`~dreamgym_env.domain.Domain` is one."""
 
     name: str
 

@@ -30,7 +30,7 @@ from dreamgym_env.types import ActionError, DomainPrompt, ParsedAction, Policy, 
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from dreamgym_env.curriculum.variations import TaskVariations
+    from dreamgym_env.task_variations import TaskVariations
 
 __all__ = [
     "ACTION_SLOT",
@@ -259,7 +259,7 @@ class Domain(ABC):
         """How the curriculum's task generator builds and checks new tasks of this domain.
 
         ``None`` (the default): a new task is a new instruction in the seed's initial state,
-        checked for shape only (:class:`~dreamgym_env.curriculum.variations.InstructionVariations`).
+        checked for shape only (:class:`~dreamgym_env.task_variations.InstructionVariations`).
         Domains whose world can tell a feasible task return their own.
         """
         return None
