@@ -34,7 +34,7 @@ from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.types import ExperienceRequest, Trajectory
+from dreamgym_env.types import ExperienceRequest, Step, Trajectory
 
 __all__ = [
     "GROUNDING_EPISODES",
@@ -86,16 +86,23 @@ def rendered(domain: Domain, state: str) -> str:
     return domain.render_state(domain.parse_state(state))
 
 
-def as_text(domain: Domain, trajectory: Trajectory) -> Trajectory:
-    """The same episode with its abstract states rendered: the text-mode view."""
-    steps = [
+def rendered_steps(domain: Domain, steps: Sequence[Step]) -> list[Step]:
+    """The steps with their abstract states (before and after) rendered as text."""
+    return [
         step.model_copy(
             update={"state": rendered(domain, step.state), "next_state": rendered(domain, step.next_state)}
         )
-        for step in trajectory.steps
+        for step in steps
     ]
+
+
+def as_text(domain: Domain, trajectory: Trajectory) -> Trajectory:
+    """The same episode with its abstract states rendered: the text-mode view."""
     return trajectory.model_copy(
-        update={"steps": steps, "metadata": {**trajectory.metadata, "state_mode": "text"}}
+        update={
+            "steps": rendered_steps(domain, trajectory.steps),
+            "metadata": {**trajectory.metadata, "state_mode": "text"},
+        }
     )
 
 
@@ -147,14 +154,12 @@ def sample_transitions(
 
 def text_request(domain: Domain, request: ExperienceRequest) -> ExperienceRequest:
     """A structured request asked in text mode: its states (and its history's) rendered, no schema."""
-    history = [
-        step.model_copy(
-            update={"state": rendered(domain, step.state), "next_state": rendered(domain, step.next_state)}
-        )
-        for step in request.history
-    ]
     return request.model_copy(
-        update={"state_schema": None, "state": rendered(domain, request.state), "history": history}
+        update={
+            "state_schema": None,
+            "state": rendered(domain, request.state),
+            "history": rendered_steps(domain, request.history),
+        }
     )
 
 

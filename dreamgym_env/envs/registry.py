@@ -45,14 +45,13 @@ def real_id(domain: Domain) -> str:
     return f"{NAMESPACE}/{domain.id_name}-Real-v0"
 
 
-def has_reference_env(domain: Domain) -> bool:
-    """Whether the domain overrides :meth:`Domain.make_reference_env`."""
-    return type(domain).make_reference_env is not Domain.make_reference_env
+def _ids(domain: Domain) -> tuple[str, str, str]:
+    return synthetic_id(domain), reference_id(domain), real_id(domain)
 
 
-def has_real_env(domain: Domain) -> bool:
-    """Whether the domain overrides :meth:`Domain.make_real_env`."""
-    return type(domain).make_real_env is not Domain.make_real_env
+def _overrides(domain: Domain, method: str) -> bool:
+    """Whether the domain overrides the :class:`Domain` method ``method``."""
+    return getattr(type(domain), method) is not getattr(Domain, method)
 
 
 def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
@@ -74,7 +73,7 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
             f"a domain named {name!r} is registered already ({known!r}); pass replace=True to replace it"
         )
     _DOMAINS[name] = domain
-    ids = [synthetic_id(domain), reference_id(domain), real_id(domain)]
+    ids = _ids(domain)
     for env_id in ids:
         gym.registry.pop(env_id, None)
     gym.register(
@@ -87,20 +86,16 @@ def register_domain(domain: Domain, *, replace: bool = False) -> Domain:
         max_episode_steps=domain.max_episode_steps,
         nondeterministic=True,
     )
-    if has_reference_env(domain):
-        gym.register(
-            id=ids[1],
-            entry_point="dreamgym_env.envs.registry:make_reference_env",
-            kwargs={"domain": name},
-            max_episode_steps=domain.max_episode_steps,
-        )
-    if has_real_env(domain):
-        gym.register(
-            id=ids[2],
-            entry_point="dreamgym_env.envs.registry:make_real_env",
-            kwargs={"domain": name},
-            max_episode_steps=domain.max_episode_steps,
-        )
+    # The reference and real-server ids exist where the domain builds those envs; their entry
+    # points below have the Domain method's name.
+    for env_id, method in ((ids[1], "make_reference_env"), (ids[2], "make_real_env")):
+        if _overrides(domain, method):
+            gym.register(
+                id=env_id,
+                entry_point=f"dreamgym_env.envs.registry:{method}",
+                kwargs={"domain": name},
+                max_episode_steps=domain.max_episode_steps,
+            )
     return domain
 
 
@@ -108,7 +103,7 @@ def unregister_domain(name: str) -> None:
     """Remove a domain and its Gymnasium ids (for tests and for replacing a pack)."""
     domain = _DOMAINS.pop(name, None)
     if domain is not None:
-        for env_id in (synthetic_id(domain), reference_id(domain), real_id(domain)):
+        for env_id in _ids(domain):
             gym.registry.pop(env_id, None)
 
 
