@@ -70,6 +70,20 @@ def normalise_instruction(text: str) -> str:
     )
 
 
+INSTRUCTION_PROPERTY: dict[str, Any] = {"type": "string", "maxLength": MAX_INSTRUCTION_CHARS}
+"""The JSON schema of a candidate's instruction."""
+
+
+def candidate_object(properties: Mapping[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    """The JSON schema of a candidate: ``parent_id`` and ``properties``, all of ``required`` needed, no others."""
+    return {
+        "type": "object",
+        "properties": {"parent_id": {"type": "string"}, **properties},
+        "required": ["parent_id", *required],
+        "additionalProperties": False,
+    }
+
+
 class TaskVariations(ABC):
     """Builds and checks the generated tasks of one domain (one subclass per domain pack)."""
 
@@ -153,15 +167,7 @@ class InstructionVariations(TaskVariations):
     """
 
     def candidate_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "parent_id": {"type": "string"},
-                "instruction": {"type": "string", "maxLength": MAX_INSTRUCTION_CHARS},
-            },
-            "required": ["parent_id", "instruction"],
-            "additionalProperties": False,
-        }
+        return candidate_object({"instruction": INSTRUCTION_PROPERTY}, ["instruction"])
 
     def build(self, candidate: Mapping[str, Any], parent: Task) -> Task | Rejection:
         instruction = self.instruction_of(candidate, parent)

@@ -11,16 +11,7 @@ from dreamgym_env.envs import alfworld  # noqa: F401
 from dreamgym_env.envs import webarena  # noqa: F401
 
 # isort: on
-from dreamgym_env.domain import (
-    ACTION_SLOT,
-    ActionError,
-    Domain,
-    DomainPrompt,
-    ObservationFeatures,
-    ParsedAction,
-    Policy,
-    ReferenceEnv,
-)
+from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import (
     get_domain,
     real_id,
@@ -32,14 +23,7 @@ from dreamgym_env.envs.registry import (
 )
 
 __all__ = [
-    "ACTION_SLOT",
-    "ActionError",
     "Domain",
-    "DomainPrompt",
-    "ObservationFeatures",
-    "ParsedAction",
-    "Policy",
-    "ReferenceEnv",
     "get_domain",
     "real_id",
     "reference_id",

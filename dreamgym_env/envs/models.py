@@ -92,6 +92,23 @@ def experience_model_for(
     return model_from_spec(model, trained=pack_trained_model(domain), domain=domain.name, **settings)
 
 
+def env_experience_model(
+    env_class: type, domain: Domain, model: ExperienceModel | str | None, settings: dict[str, Any]
+) -> tuple[ExperienceModel, bool]:
+    """:func:`experience_model_for` an env of ``env_class``, and whether the env owns the model.
+
+    A model the env chose itself is the env's to close; a passed one may be shared.
+    """
+    chosen = experience_model_for(
+        domain,
+        model,
+        settings,
+        owner=f"{env_class.__name__} ({domain.id_name})",
+        arguments=own_arguments(env_class.__init__),  # type: ignore[misc]
+    )
+    return chosen, not isinstance(model, ExperienceModel)
+
+
 def own_arguments(function: Callable[..., Any]) -> list[str]:
     """The named parameters of ``function`` (an ``__init__``), for the error of an unknown keyword."""
     skipped = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)

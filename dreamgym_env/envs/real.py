@@ -48,7 +48,7 @@ import httpx
 import numpy as np
 
 from dreamgym_env.domain import ActionError, Domain, RewardMode, StepResult
-from dreamgym_env.envs.reference import TextRendering
+from dreamgym_env.envs.reference import DEFAULT_MAX_TEXT_LENGTH, TextRendering
 from dreamgym_env.errors import (
     ConfigurationError,
     RealServerError,
@@ -56,7 +56,6 @@ from dreamgym_env.errors import (
     excerpt,
 )
 from dreamgym_env.experience.prompt import utf8_safe
-from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Task
 
 __all__ = [
@@ -70,7 +69,6 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S: Final = 300.0
 """Seconds one request may take: what AgentGym's clients wait (a WebShop instance loads its catalog)."""
-DEFAULT_MAX_TEXT_LENGTH: Final = 16_384
 CLOSE_ROUTE_MISSING: Final = frozenset({404, 405, 422})
 """Answers to ``POST /close`` from a server without that route (AgentGym's, at the pinned commit)."""
 
@@ -265,13 +263,9 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
             raise ConfigurationError(
                 f"reward must be one of {list(self.reward_modes)} on {self.server_name}, got {reward!r}"
             )
-        if max_steps is not None and max_steps < 1:
-            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
+        self._use_text_spaces(max_steps, render_mode, max_text_length)
         if timeout_s is not None and not timeout_s > 0:
             raise ConfigurationError(f"timeout_s must be > 0 or None (no limit), got {timeout_s}")
-        render_modes = self.metadata["render_modes"]
-        if render_mode is not None and render_mode not in render_modes:
-            raise ConfigurationError(f"render_mode must be one of {list(render_modes)}")
         if domain is None:
             from dreamgym_env.envs.registry import get_domain  # the packs import this module
 
@@ -287,11 +281,6 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
         )
         self.split = split
         self.reward_mode: RewardMode = reward
-        self.max_steps = max_steps
-        self.render_mode = render_mode
-        self.max_text_length = max_text_length
-        self.observation_space = UnicodeText(max_text_length)
-        self.action_space = UnicodeText(max_text_length)
         if tasks is None:
             if split not in self.splits:
                 raise ConfigurationError(
@@ -438,10 +427,6 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
                 url=f"{self.base_url}{path}",
                 status=200,
             )
-
-    def _task_info(self) -> dict[str, Any]:
-        assert self.task is not None
-        return {"task": self.task, "task_id": self.task.id, "source": "real"}
 
     @property
     def observation(self) -> str:

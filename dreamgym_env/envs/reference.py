@@ -4,8 +4,11 @@ The base does the bookkeeping of the :class:`~dreamgym_env.domain.ReferenceEnv` 
 once: the arguments every reference env takes (``split``, ``tasks``, ``reward``, ``max_steps``,
 ``render_mode``, ``max_text_length``, ``domain``), task choice (a Task, a task id, or one drawn
 with the env's seeded RNG), the step count and truncation, the ``info`` keys every step carries,
-``render`` and replaying actions from a task's start. A pack overrides these hooks:
+``render`` and replaying actions from a task's start. A pack sets :attr:`~ReferenceEnvBase.domain_name`
+(an env with arguments of its own takes them in its ``__init__``, loads its world and passes the
+rest on) and overrides these hooks:
 
+- :meth:`_task_set`: the world's tasks;
 - :meth:`_check_task`: refuse a passed ``Task`` that is not of this env's world;
 - :meth:`_start`: set :attr:`task` and the episode's initial state;
 - :meth:`_apply`: take one action and say what it did (an :class:`ActionOutcome`);
@@ -19,11 +22,12 @@ from abc import ABC, abstractmethod
 from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import gymnasium as gym
 
 from dreamgym_env.domain import ActionError, Domain, RewardMode, StepResult
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.prompt import utf8_safe
@@ -33,6 +37,8 @@ from dreamgym_env.types import Task
 __all__ = ["ActionOutcome", "ReferenceEnvBase", "parse_text_action"]
 
 Parsed = TypeVar("Parsed")
+DEFAULT_MAX_TEXT_LENGTH: Final = 16_384
+"""The text spaces' default length bound (of the reference and real-server envs)."""
 
 
 @dataclass(frozen=True)
@@ -57,9 +63,34 @@ def parse_text_action(action: object, parse: Callable[[str], Parsed]) -> Parsed 
 
 
 class TextRendering:
-    """``render`` of a text env (``"ansi"`` returns the observation, ``"human"`` prints it) and its step echo."""
+    """``render`` of a text env (``"ansi"`` returns the observation, ``"human"`` prints it) and its step echo.
 
+    Also the arguments of a text env that the reference and real-server envs share.
+    """
+
+    metadata: dict[str, Any]
     render_mode: str | None
+    task: Task | None
+    observation_space: gym.spaces.Space[str]
+    action_space: gym.spaces.Space[str]
+
+    def _use_text_spaces(self, max_steps: int | None, render_mode: str | None, max_text_length: int) -> None:
+        """Check and set ``max_steps`` and ``render_mode``; text spaces of ``max_text_length``."""
+        if max_steps is not None and max_steps < 1:
+            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
+        render_modes = self.metadata["render_modes"]
+        if render_mode is not None and render_mode not in render_modes:
+            raise ConfigurationError(f"render_mode must be one of {list(render_modes)}")
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.max_text_length = max_text_length
+        self.observation_space = UnicodeText(max_text_length)
+        self.action_space = UnicodeText(max_text_length)
+
+    def _task_info(self) -> dict[str, Any]:
+        """The ``info`` keys of the current task, in every reset's and step's ``info``."""
+        assert self.task is not None
+        return {"task": self.task, "task_id": self.task.id, "source": "real"}
 
     @property
     def observation(self) -> str:
@@ -85,8 +116,8 @@ class ReferenceEnvBase(TextRendering, gym.Env[str, str], ABC):
 
     Subclasses keep the Gymnasium docstring of their env (Observation and Action Space,
     Rewards, Episode End, Arguments, Version History) and implement the hooks the module
-    docstring lists. The constructor checks the shared arguments (``ConfigurationError``) and
-    sets the text spaces; a subclass then loads its world and calls :meth:`_use_tasks`.
+    docstring lists. The constructor checks the shared arguments (``ConfigurationError``), sets
+    the text spaces and takes the tasks of :meth:`_task_set`.
 
     Replaying actions from a task's start has two forms: :meth:`replay` takes every action and
     raises when the episode ends before the last one (to reach a state, as :meth:`restore` would);
@@ -99,39 +130,35 @@ class ReferenceEnvBase(TextRendering, gym.Env[str, str], ABC):
     task_needs: ClassVar[str] = "a goal"
     """What a reference task carries that a free instruction lacks, for the error that refuses one."""
 
+    domain_name: ClassVar[str]
+    """The registered domain whose grammar and feedback the env uses unless ``domain=`` is passed."""
+
     def __init__(
         self,
-        domain: Domain,
-        split: str,
-        reward: RewardMode,
-        max_steps: int | None,
-        render_mode: str | None,
-        max_text_length: int,
-        /,
+        *,
+        split: str = "train",
+        tasks: Sequence[Task] | None = None,
+        reward: RewardMode = "outcome",
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+        max_text_length: int = DEFAULT_MAX_TEXT_LENGTH,
+        domain: Domain | None = None,
     ) -> None:
         if reward not in ("outcome", "score"):
             raise ConfigurationError(f"reward must be 'outcome' or 'score', got {reward!r}")
-        if max_steps is not None and max_steps < 1:
-            raise ConfigurationError(f"max_steps must be >= 1 or None, got {max_steps}")
-        render_modes = self.metadata["render_modes"]
-        if render_mode is not None and render_mode not in render_modes:
-            raise ConfigurationError(f"render_mode must be one of {list(render_modes)}")
-        self.domain: Domain = domain
+        self._use_text_spaces(max_steps, render_mode, max_text_length)
+        self.domain: Domain = domain if domain is not None else get_domain(self.domain_name)
         self.split = split
         self.reward_mode: RewardMode = reward
-        self.max_steps = max_steps
-        self.render_mode = render_mode
-        self.observation_space = UnicodeText(max_text_length)
-        self.action_space = UnicodeText(max_text_length)
         self.task: Task | None = None
         self.elapsed_steps = 0
         self._done = True
-        self._tasks: tuple[Task, ...] = ()
-        self._known_tasks: Mapping[str, Task] = {}
+        self._use_tasks(self._task_set(), tasks)
 
     def _use_tasks(self, task_set: TaskSet, tasks: Sequence[Task] | None) -> None:
         """Draw from ``tasks`` (``None``: the split's); look ids up among them, then in ``task_set``."""
         self.task_set = task_set
+        self._known_tasks: Mapping[str, Task]
         if tasks is None:
             self._tasks, self._known_tasks = task_set.split(self.split), task_set.by_id
         else:
@@ -156,6 +183,10 @@ class ReferenceEnvBase(TextRendering, gym.Env[str, str], ABC):
     @abstractmethod
     def restore(self, task: Task, state: str) -> None:
         """Put the env at ``state`` of ``task``; ``ConfigurationError`` where it cannot."""
+
+    @abstractmethod
+    def _task_set(self) -> TaskSet:
+        """The env's world's tasks (the constructor draws from their ``split`` unless given ``tasks``)."""
 
     def _check_task(self, task: Task) -> None:
         """Raise ``ConfigurationError`` when a passed ``task`` is not one of this env's world."""
@@ -229,10 +260,6 @@ class ReferenceEnvBase(TextRendering, gym.Env[str, str], ABC):
             truncated and not outcome.terminated,
             info,
         )
-
-    def _task_info(self) -> dict[str, Any]:
-        assert self.task is not None
-        return {"task": self.task, "task_id": self.task.id, "source": "real"}
 
     def replay(self, task: Task | str, actions: Sequence[str]) -> tuple[str, dict[str, Any]]:
         """Reset to ``task`` and take every one of ``actions``; returns the last observation and info.

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from dreamgym_env.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, StepResult
-from dreamgym_env.envs.models import experience_model_for, own_arguments
+from dreamgym_env.envs.models import env_experience_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
@@ -164,14 +164,8 @@ class DreamEnv(gym.Env[str, str]):
             )
         self.state_mode: StateMode = state_mode
         self.reward_mode: RewardSource = reward_mode
-        # A model the env chose itself is the env's to close; a passed one may be shared.
-        self._owns_model = not isinstance(experience_model, ExperienceModel)
-        experience_model = experience_model_for(
-            self.domain,
-            experience_model,
-            model_settings,
-            owner=f"{type(self).__name__} ({self.domain.id_name})",
-            arguments=own_arguments(type(self).__init__),
+        experience_model, self._owns_model = env_experience_model(
+            type(self), self.domain, experience_model, model_settings
         )
         trained = served_trained_model(experience_model)
         if trained is not None:

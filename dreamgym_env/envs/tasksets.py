@@ -1,7 +1,8 @@
-"""The train/test task set every pack's tasks come in."""
+"""The train/test task set every pack's tasks come in, and the ids of tasks built from free instructions."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -28,3 +29,8 @@ class TaskSet:
     def by_id(self) -> dict[str, Task]:
         """Every task by id."""
         return {task.id: task for task in (*self.train, *self.test)}
+
+
+def free_task_id(domain: str, instruction: str) -> str:
+    """The id of the task ``Domain.make_task`` builds for a free instruction: the domain and a digest."""
+    return f"{domain}-free-{hashlib.sha1(instruction.encode('utf-8')).hexdigest()[:10]}"

@@ -11,7 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from dreamgym_env.domain import Domain
-from dreamgym_env.envs.models import experience_model_for, own_arguments
+from dreamgym_env.envs.models import env_experience_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.stepping import step_many
 from dreamgym_env.envs.synthetic import (
@@ -69,13 +69,8 @@ class DreamVectorEnv(VectorEnv):
         if num_envs < 1:
             raise ConfigurationError(f"num_envs must be >= 1, got {num_envs}")
         domain = get_domain(domain)
-        self._owns_model = not isinstance(experience_model, ExperienceModel)
-        experience_model = experience_model_for(
-            domain,
-            experience_model,
-            model_settings,
-            owner=f"{type(self).__name__} ({domain.id_name})",
-            arguments=own_arguments(type(self).__init__),
+        experience_model, self._owns_model = env_experience_model(
+            type(self), domain, experience_model, model_settings
         )
         self.experience_model = experience_model
         self.num_envs = num_envs

@@ -504,22 +504,13 @@ class ToyRefEnv(ReferenceEnvBase):
 
     restorable: ClassVar[bool] = True
 
-    def __init__(
-        self,
-        *,
-        split: str = "train",
-        tasks: Sequence[Task] | None = None,
-        reward: RewardMode = "outcome",
-        max_steps: int | None = None,
-        render_mode: str | None = None,
-        max_text_length: int = 16_384,
-        domain: Domain | None = None,
-    ) -> None:
-        domain = domain if domain is not None else ToyDomain()
-        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
-        self._use_tasks(toy_tasks(self.domain.name), tasks)
+    def __init__(self, *, domain: Domain | None = None, **kwargs: Any) -> None:
+        super().__init__(domain=domain if domain is not None else ToyDomain(), **kwargs)
         self.goal: Goal | None = None
         self.world = World()
+
+    def _task_set(self) -> TaskSet:
+        return toy_tasks(self.domain.name)
 
     @property
     def state(self) -> str:

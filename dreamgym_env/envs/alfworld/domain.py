@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
 from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS, ALFWorldState, render
 from dreamgym_env.envs.alfworld.state import admissible_actions as state_admissible_actions
 from dreamgym_env.envs.alfworld.tasks import world_of
+from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -86,8 +86,7 @@ class ALFWorldDomain(Domain):
         from dreamgym_env.envs.alfworld.tasks import NUM_WORLDS, is_test_world, make_task, scene_of
         from dreamgym_env.envs.alfworld.world import load_world
 
-        digest = hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:10]
-        task_id = f"alfworld-free-{digest}"
+        task_id = free_task_id(self.name, instruction)
         goal = parse_instruction(instruction)
         if goal is not None:
             for seed in range(NUM_WORLDS):

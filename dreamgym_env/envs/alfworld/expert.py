@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dreamgym_env.envs.alfworld.goal import PROCESS, Goal, GoalCheck
+from dreamgym_env.envs.alfworld.goal import Goal, GoalCheck
 from dreamgym_env.envs.alfworld.grammar import Command, parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS
 from dreamgym_env.envs.alfworld.tasks import world_of
-from dreamgym_env.envs.alfworld.world import can_contain, kind_of
+from dreamgym_env.envs.alfworld.world import PROCESSES, can_contain, kind_of
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -40,7 +40,6 @@ _PROCESS = re.compile(rf"You (clean|heat|cool) the {_NAME} using the {_NAME}\.$"
 _TOGGLE = re.compile(rf"You turn on the {_NAME}\.$")
 _CARRY = re.compile(rf"You are carrying: a {_NAME}\.$")
 _FACING = re.compile(rf"You are facing the {_NAME}\.")
-_STATE_OF = {"clean": ("clean", None), "heat": ("hot", "cool"), "cool": ("cool", "hot")}
 
 
 class ALFWorldExpert:
@@ -145,10 +144,7 @@ class ALFWorldExpert:
             verb, obj, recep = match.groups()
             house.location = recep
             self._hold(obj)
-            add, remove = _STATE_OF[verb]
-            states = house.states.setdefault(obj, set())
-            states.add(add)
-            states.discard(remove or "")
+            house.give_state(obj, PROCESSES[verb])
         elif match := _TOGGLE.match(text):
             lamp = match.group(1)
             house.lamps_on.add(lamp)
@@ -293,11 +289,11 @@ class _Planner:
             obj = self._fetch(mine, target)
             if obj is None:
                 return None
-            if state is not None and state not in house.states.get(obj, ()):
-                verb = {"clean": "clean", "hot": "heat", "cool": "cool"}[state]
-                tool = world.of_kind(PROCESS[goal.family][1])[0]
+            process = goal.process
+            if process is not None and process.state not in house.states.get(obj, ()):
+                tool = world.of_kind(process.tool)[0]
                 self.go(tool)
-                self.do(f"{verb} {obj} with {tool}")
+                self.do(f"{process.verb} {obj} with {tool}")
             if goal.lamp_type is not None:
                 lamp = world.of_kind(goal.lamp_type)[0]
                 self.go(house.where[lamp] or "")

@@ -7,18 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.envs.alfworld.world import (
-    CLEANABLE,
-    CLEANER,
-    COOLABLE,
-    COOLER,
-    HEATABLE,
-    HEATER,
-    LAMPS,
-    World,
-    can_contain,
-    kind_of,
-)
+from dreamgym_env.envs.alfworld.world import LAMPS, PROCESSES, Process, World, can_contain, kind_of
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -44,12 +33,12 @@ TEMPLATES: dict[str, tuple[str, str]] = {
     "pick_two_obj_and_place": ("put two {obj} in {recep}.", "find two {obj} and put them in {recep}."),
 }
 """ALFWorld's two phrasings of each family's goal."""
-PROCESS: dict[str, tuple[str, str, frozenset[str]]] = {
-    "pick_clean_then_place": ("clean", CLEANER, CLEANABLE),
-    "pick_heat_then_place": ("hot", HEATER, HEATABLE),
-    "pick_cool_then_place": ("cool", COOLER, COOLABLE),
+PROCESS: dict[str, Process] = {
+    "pick_clean_then_place": PROCESSES["clean"],
+    "pick_heat_then_place": PROCESSES["heat"],
+    "pick_cool_then_place": PROCESSES["cool"],
 }
-"""Family -> (the state the object needs, the receptacle type that gives it, objects that can have it)."""
+"""Family -> the process that gives the object the state it needs."""
 
 
 @dataclass(frozen=True)
@@ -62,10 +51,14 @@ class Goal:
     lamp_type: str | None = None
 
     @property
+    def process(self) -> Process | None:
+        """The process the object needs for the families that change it, else ``None``."""
+        return PROCESS.get(self.family)
+
+    @property
     def needed_state(self) -> str | None:
         """``clean``, ``hot`` or ``cool`` for the families that change the object, else ``None``."""
-        process = PROCESS.get(self.family)
-        return process[0] if process else None
+        return self.process.state if self.process else None
 
     @property
     def count(self) -> int:
@@ -129,13 +122,12 @@ class Goal:
             return f"the room has no {self.lamp_type}"
         if self.receptacle_type is not None and self.receptacle_type not in kinds:
             return f"the room has no {self.receptacle_type}"
-        process = PROCESS.get(self.family)
+        process = self.process
         if process is not None:
-            state, tool, able = process
-            if self.object_type not in able:
-                return f"a {self.object_type} cannot be made {state}"
-            if tool not in kinds:
-                return f"the room has no {tool}"
+            if self.object_type not in process.objects:
+                return f"a {self.object_type} cannot be made {process.state}"
+            if process.tool not in kinds:
+                return f"the room has no {process.tool}"
         if self.receptacle_type is not None and not can_contain(self.receptacle_type, self.object_type):
             # alfred.pddl's PutObject needs canContain, written from ALFRED's VAL_RECEPTACLE_OBJECTS
             return f"ALFRED's receptacle rules do not let a {self.object_type} go in a {self.receptacle_type}"

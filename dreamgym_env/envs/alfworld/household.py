@@ -34,27 +34,16 @@ from dreamgym_env.envs.alfworld.state import (
     start_text,
 )
 from dreamgym_env.envs.alfworld.world import (
-    CLEANABLE,
-    CLEANER,
-    COOLABLE,
-    COOLER,
-    HEATABLE,
-    HEATER,
     KNIVES,
     LAMPS,
     OPENABLE,
+    PROCESSES,
     SLICEABLE,
+    Process,
     World,
     can_contain,
     kind_of,
 )
-
-_PROCESS: dict[str, tuple[str, frozenset[str], str, str | None]] = {
-    "clean": (CLEANER, CLEANABLE, "clean", None),
-    "heat": (HEATER, HEATABLE, "hot", "cool"),
-    "cool": (COOLER, COOLABLE, "cool", "hot"),
-}
-"""Verb -> (receptacle type it needs, objects it applies to, state it adds, state it removes)."""
 
 
 class Household:
@@ -219,20 +208,23 @@ class Household:
         return True
 
     def _process(self, c: Command) -> bool:
-        tool, able, add, remove = _PROCESS[c.verb]
+        process = PROCESSES[c.verb]
         obj, recep = c.obj, c.recep
         if obj is None or recep is None or obj != self.holding or recep != self.location:
             return False
-        if kind_of(recep) != tool or kind_of(obj) not in able:
+        if kind_of(recep) != process.tool or kind_of(obj) not in process.objects:
             return False
-        states = self.states.setdefault(obj, set())
-        states.add(add)
-        if remove is not None:
-            states.discard(remove)
+        self.give_state(obj, process)
         self._message(f"You {c.verb} the {obj} using the {c.recep}.")
         return True
 
     _do_clean = _do_heat = _do_cool = _process
+
+    def give_state(self, obj: str, process: Process) -> None:
+        """Give ``obj`` the state ``process`` gives (and take away the one it undoes)."""
+        states = self.states.setdefault(obj, set())
+        states.add(process.state)
+        states.discard(process.undoes or "")
 
     def _do_use(self, c: Command) -> bool:
         lamp, location = c.obj, self.location

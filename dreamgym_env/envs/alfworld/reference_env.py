@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dreamgym_env.domain import ActionError, Domain, RewardMode
+from dreamgym_env.domain import ActionError
 from dreamgym_env.envs.alfworld.goal import Goal, GoalCheck
 from dreamgym_env.envs.alfworld.grammar import parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.state import ALFWorldState
 from dreamgym_env.envs.alfworld.tasks import load_tasks, world_of
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase
-from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -88,26 +87,15 @@ class ALFWorldRefEnv(ReferenceEnvBase):
     * v0: first release.
     """
 
+    domain_name = "alfworld"
     task_needs = "a goal and a room"
+    goal: Goal | None = None
+    house: Household | None = None
+    _check: GoalCheck | None = None
+    last_score = 0.0
 
-    def __init__(
-        self,
-        *,
-        split: str = "train",
-        tasks: Sequence[Task] | None = None,
-        reward: RewardMode = "outcome",
-        max_steps: int | None = None,
-        render_mode: str | None = None,
-        max_text_length: int = 16_384,
-        domain: Domain | None = None,
-    ) -> None:
-        domain = domain if domain is not None else get_domain("alfworld")
-        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
-        self._use_tasks(load_tasks(), tasks)
-        self.goal: Goal | None = None
-        self.house: Household | None = None
-        self._check: GoalCheck | None = None
-        self.last_score = 0.0
+    def _task_set(self) -> TaskSet:
+        return load_tasks()
 
     # -- state -------------------------------------------------------------------------------
     @property

@@ -25,15 +25,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from dreamgym_env.envs.alfworld.world import (
-    CLEANABLE,
-    CLEANER,
-    COOLABLE,
-    COOLER,
-    HEATABLE,
-    HEATER,
     KNIVES,
     LAMPS,
     OPENABLE,
+    PROCESSES,
     RECEPTACLE_OBJECTS,
     SLICEABLE,
     can_contain,
@@ -220,8 +215,8 @@ def render(state: ALFWorldState) -> str:
     return state.feedback
 
 
-_PROCESS_VERB = {CLEANER: ("clean", CLEANABLE), HEATER: ("heat", HEATABLE), COOLER: ("cool", COOLABLE)}
-"""Receptacle type -> the verb alfred.pddl allows there and the objects it applies to."""
+_PROCESS_AT = {process.tool: process for process in PROCESSES.values()}
+"""Receptacle type -> the process alfred.pddl allows there."""
 
 
 @lru_cache(maxsize=65_536)
@@ -263,9 +258,9 @@ def admissible_commands(
             held = kind_of(holding)
             if is_open is not False and can_contain(kind, held):
                 commands.append(f"put {holding} in/on {location}")
-            process = _PROCESS_VERB.get(kind)
-            if process is not None and held in process[1]:
-                commands.append(f"{process[0]} {holding} with {location}")
+            process = _PROCESS_AT.get(kind)
+            if process is not None and held in process.objects:
+                commands.append(f"{process.verb} {holding} with {location}")
     return tuple(sorted(set(commands)))
 
 

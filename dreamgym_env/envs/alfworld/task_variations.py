@@ -22,7 +22,7 @@ from dreamgym_env.envs.alfworld.state import start_text
 from dreamgym_env.envs.alfworld.tasks import world_of
 from dreamgym_env.envs.alfworld.world import LAMPS, World, kind_of
 from dreamgym_env.errors import ConfigurationError, excerpt
-from dreamgym_env.task_variations import Rejection, TaskVariations, generated_task_id
+from dreamgym_env.task_variations import Rejection, TaskVariations, candidate_object, generated_task_id
 from dreamgym_env.types import Task
 
 _GOAL_FIELDS = ("family", "object_type", "receptacle_type", "lamp_type")
@@ -67,18 +67,15 @@ class ALFWorldTaskVariations(TaskVariations):
         )
 
     def candidate_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "parent_id": {"type": "string"},
+        return candidate_object(
+            {
                 "family": {"type": "string", "enum": list(FAMILIES)},
                 "object_type": {"type": "string"},
                 "receptacle_type": {"type": ["string", "null"]},
                 "lamp_type": {"type": ["string", "null"], "enum": [*sorted(LAMPS), None]},
             },
-            "required": ["parent_id", *_GOAL_FIELDS],
-            "additionalProperties": False,
-        }
+            _GOAL_FIELDS,
+        )
 
     def fingerprint(self, task: Task) -> str:
         """The goal and its room, however the instruction words it."""

@@ -81,10 +81,9 @@ def candidate_goals(world: World) -> dict[str, list[Goal]]:
                 continue
             process = PROCESS.get(family)
             if process is not None:
-                _, tool, able = process
-                if obj not in able or tool not in kinds:
+                if obj not in process.objects or process.tool not in kinds:
                     continue
-                allowed = [t for t in targets if t not in (tool, "garbagecan")]
+                allowed = [t for t in targets if t not in (process.tool, "garbagecan")]
             elif family == "pick_two_obj_and_place" and counts[obj] < 2:
                 continue
             else:

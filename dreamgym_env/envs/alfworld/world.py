@@ -139,8 +139,30 @@ def can_contain(receptacle_type: str, object_type: str) -> bool:
     return object_type in CAN_CONTAIN.get(receptacle_type, ())
 
 
-CLEANER, HEATER, COOLER = "sinkbasin", "microwave", "fridge"
-"""The receptacle types that ``clean``, ``heat`` and ``cool`` need."""
+@dataclass(frozen=True)
+class Process:
+    """``clean``, ``heat`` or ``cool``: alfred.pddl's CleanObject, HeatObject and CoolObject."""
+
+    verb: str
+    tool: str
+    """The receptacle type it needs at the agent's location."""
+    objects: frozenset[str]
+    """The object types it applies to."""
+    state: str
+    """The state it gives the object."""
+    undoes: str | None
+    """The state it takes away (heat and cool undo each other)."""
+
+
+PROCESSES = {
+    process.verb: process
+    for process in (
+        Process("clean", "sinkbasin", CLEANABLE, "clean", None),
+        Process("heat", "microwave", HEATABLE, "hot", "cool"),
+        Process("cool", "fridge", COOLABLE, "cool", "hot"),
+    )
+}
+"""Verb -> its :class:`Process`."""
 
 # Receptacle type -> (min, max) count, per scene; ALFWorld's rooms have 15 to 40 receptacles.
 _RECEPTACLES: dict[str, dict[str, tuple[int, int]]] = {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -19,6 +18,7 @@ from dreamgym_env.domain import (
     Policy,
     Split,
 )
+from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
@@ -178,9 +178,8 @@ class WebArenaDomain(Domain):
             raise ConfigurationError(
                 f"cannot tell which WebArena site the instruction is about: {instruction[:120]!r}"
             )
-        digest = hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:10]
         return Task(
-            id=f"webarena-free-{digest}",
+            id=free_task_id(self.name, instruction),
             domain=self.name,
             instruction=instruction,
             initial_state=start_page(site),

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from dreamgym_env.domain import ActionError, Domain, RewardMode
+from dreamgym_env.domain import ActionError
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
-from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
@@ -104,33 +105,31 @@ class WebArenaRefEnv(ReferenceEnvBase):
     metadata = {"render_modes": ["ansi", "human", "html"], "render_fps": 4}
     task_needs = "an evaluator"
 
+    domain_name = "webarena"
+
     def __init__(
         self,
         *,
-        split: str = "train",
-        tasks: Sequence[Task] | None = None,
-        reward: RewardMode = "outcome",
-        max_steps: int | None = None,
-        render_mode: str | None = None,
         observation: ObservationMode = "axtree",
         sites: Sequence[str] | None = None,
-        max_text_length: int = 16_384,
         data_seed: int = DEFAULT_DATA_SEED,
-        domain: Domain | None = None,
+        **kwargs: Any,
     ) -> None:
-        domain = domain if domain is not None else get_domain("webarena")
-        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
+        """``kwargs``: the arguments every reference env takes (:class:`ReferenceEnvBase`)."""
+        self.data = load_data(data_seed)
+        super().__init__(**kwargs)
         if observation not in OBSERVATION_MODES:
             raise ConfigurationError(f"observation must be one of {OBSERVATION_MODES}, got {observation!r}")
-        self.data = load_data(data_seed)
-        task_set = load_tasks(data_seed)
-        chosen = tuple(tasks) if tasks is not None else task_set.split(split)
-        self._use_tasks(task_set, tasks_of_sites(chosen, tuple(sites) if sites is not None else None))
+        self._use_tasks(
+            self.task_set, tasks_of_sites(self._tasks, tuple(sites) if sites is not None else None)
+        )
         self.observation_mode: ObservationMode = observation
-        self.max_text_length = max_text_length
         self.world = World(self.data)
         self.browser = Browser(self.world, self.world.home("shopping"))
         self._message = ""
+
+    def _task_set(self) -> TaskSet:
+        return load_tasks(self.data.seed)
 
     # -- state -------------------------------------------------------------------------------
     @property

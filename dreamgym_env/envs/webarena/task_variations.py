@@ -19,7 +19,7 @@ from dreamgym_env.envs.webarena.tasks import make_task
 from dreamgym_env.envs.webarena.templates import TEMPLATES, TEMPLATES_BY_ID
 from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, load_data
 from dreamgym_env.errors import excerpt
-from dreamgym_env.task_variations import Rejection, TaskVariations
+from dreamgym_env.task_variations import Rejection, TaskVariations, candidate_object
 from dreamgym_env.types import Task
 
 MAX_SLOT_CHARS = 200
@@ -59,10 +59,8 @@ class WebArenaTaskVariations(TaskVariations):
         )
 
     def candidate_schema(self) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "parent_id": {"type": "string"},
+        return candidate_object(
+            {
                 "template": {"type": "string", "enum": sorted(TEMPLATES_BY_ID)},
                 "slots": {
                     "type": "object",
@@ -70,9 +68,8 @@ class WebArenaTaskVariations(TaskVariations):
                 },
                 "instruction": {"type": "string"},
             },
-            "required": ["parent_id", "template", "slots"],
-            "additionalProperties": False,
-        }
+            ["template", "slots"],
+        )
 
     def fingerprint(self, task: Task) -> str:
         """The template and its slot values, however the instruction is worded."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +20,7 @@ from dreamgym_env.domain import (
     RewardMode,
     Split,
 )
+from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
@@ -172,9 +172,8 @@ class WebShopDomain(Domain):
         return WebShopTaskVariations(self)
 
     def make_task(self, instruction: str) -> Task:
-        digest = hashlib.sha1(instruction.encode("utf-8")).hexdigest()[:10]
         return Task(
-            id=f"webshop-free-{digest}",
+            id=free_task_id(self.name, instruction),
             domain=self.name,
             instruction=instruction,
             initial_state=search_page(instruction),

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal
 
-from dreamgym_env.domain import ActionError, Domain, ParsedAction, RewardMode
+from dreamgym_env.domain import ActionError, ParsedAction
 from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_text_action
-from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.goal import Goal, Score, score_purchase
 from dreamgym_env.envs.webshop.grammar import parse_action
@@ -111,32 +110,30 @@ class WebShopRefEnv(ReferenceEnvBase):
     """A page's Markov text (:attr:`state`) determines the env's state, so :meth:`restore` works."""
     task_needs = "a goal to score purchases"
 
+    domain_name = "webshop"
+
     def __init__(
         self,
         *,
-        split: str = "train",
-        tasks: Sequence[Task] | None = None,
-        reward: RewardMode = "outcome",
-        max_steps: int | None = None,
         catalog_seed: int = DEFAULT_CATALOG_SEED,
         num_products: int = DEFAULT_NUM_PRODUCTS,
-        render_mode: str | None = None,
-        max_text_length: int = 16_384,
-        domain: Domain | None = None,
         observation_mode: ObservationMode = "text",
+        **kwargs: Any,
     ) -> None:
+        """``kwargs``: the arguments every reference env takes (:class:`ReferenceEnvBase`)."""
         if observation_mode not in ("pages", "text"):
             raise ConfigurationError(f'observation_mode must be "pages" or "text", got {observation_mode!r}')
         self.observation_mode: ObservationMode = observation_mode
-        domain = domain if domain is not None else get_domain("webshop")
-        super().__init__(domain, split, reward, max_steps, render_mode, max_text_length)
         self.catalog = load_catalog(catalog_seed, num_products)
-        self._use_tasks(load_tasks(catalog_seed, num_products), tasks)
+        super().__init__(**kwargs)
         self.goal: Goal | None = None
         self.page = Page("search")
         self._rendered = Rendered("", ())
         self._observation = ""
         self.last_score: Score | None = None
+
+    def _task_set(self) -> TaskSet:
+        return load_tasks(self.catalog.seed, self.catalog.num_products)
 
     # -- state -------------------------------------------------------------------------------
     @property

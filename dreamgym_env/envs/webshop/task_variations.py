@@ -27,7 +27,7 @@ from dreamgym_env.envs.webshop.goal import Goal, score_purchase
 from dreamgym_env.envs.webshop.matching import phrase_in_text, phrases_match
 from dreamgym_env.envs.webshop.pages import search_page
 from dreamgym_env.errors import ConfigurationError, excerpt
-from dreamgym_env.task_variations import MAX_INSTRUCTION_CHARS, Rejection, TaskVariations
+from dreamgym_env.task_variations import INSTRUCTION_PROPERTY, Rejection, TaskVariations, candidate_object
 from dreamgym_env.types import Task
 
 if TYPE_CHECKING:
@@ -117,30 +117,18 @@ class WebShopTaskVariations(TaskVariations):
         return "\n".join(lines)
 
     def candidate_schema(self) -> dict[str, Any]:
-        return {
+        goal = {
             "type": "object",
             "properties": {
-                "parent_id": {"type": "string"},
-                "instruction": {"type": "string", "maxLength": MAX_INSTRUCTION_CHARS},
-                "goal": {
-                    "type": "object",
-                    "properties": {
-                        "product_type": {"type": "string"},
-                        "attributes": {
-                            "type": "array",
-                            "items": {"type": "string"},
-                            "maxItems": MAX_GOAL_ATTRIBUTES,
-                        },
-                        "options": {"type": "object", "additionalProperties": {"type": "string"}},
-                        "price_upper": {"type": "number", "exclusiveMinimum": 0},
-                    },
-                    "required": ["product_type", "attributes", "options", "price_upper"],
-                    "additionalProperties": False,
-                },
+                "product_type": {"type": "string"},
+                "attributes": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_GOAL_ATTRIBUTES},
+                "options": {"type": "object", "additionalProperties": {"type": "string"}},
+                "price_upper": {"type": "number", "exclusiveMinimum": 0},
             },
-            "required": ["parent_id", "instruction", "goal"],
+            "required": ["product_type", "attributes", "options", "price_upper"],
             "additionalProperties": False,
         }
+        return candidate_object({"instruction": INSTRUCTION_PROPERTY, "goal": goal}, ["instruction", "goal"])
 
     def fingerprint(self, task: Task) -> str:
         """The goal (type, attributes, options, price), however the instruction words it."""
