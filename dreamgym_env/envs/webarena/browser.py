@@ -45,6 +45,10 @@ class Tab:
     def url(self) -> str:
         return self.history[self.index]
 
+    def clear(self, message: str = "") -> None:
+        """Forget what was typed, focused, expanded and scrolled (a page was opened), showing ``message``."""
+        self.values, self.focus, self.expanded, self.scroll, self.message = {}, None, set(), 0, message
+
 
 def _lower_host(url: str) -> str:
     """``url`` with its scheme and host in lower case, as Chromium shows a URL it navigated to."""
@@ -183,7 +187,7 @@ class Browser:
             del tab.history[tab.index + 1 :]
             tab.history.append(url)
             tab.index += 1
-        tab.values, tab.focus, tab.expanded, tab.scroll, tab.message = {}, None, set(), 0, message
+        tab.clear(message)
         self._changed()
 
     def _perform(self, host_url: str, op: str, args: tuple[str, ...]) -> None:
@@ -197,7 +201,6 @@ class Browser:
         outcome: Outcome = site.perform(op, args, values)
         self.version += 1
         self.navigate(outcome.url, outcome.message)
-        self._changed()
 
     def _element(self, element_id: int | None) -> Element:
         shown = self.visible()
@@ -242,7 +245,7 @@ class Browser:
             if not 0 <= tab.index + step < len(tab.history):
                 return  # WebArena's execute_action calls Playwright's page.go_back(), a no-op there
             tab.index += step
-            tab.values, tab.focus, tab.expanded, tab.scroll, tab.message = {}, None, set(), 0, ""
+            tab.clear()
             self._changed()
         elif verb == "new_tab":
             self.tabs.append(Tab([BLANK]))

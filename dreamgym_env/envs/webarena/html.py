@@ -20,26 +20,27 @@ border-radius:6px}.id{font-size:10px;color:#888;margin-right:3px}.node{margin-le
 padding:6px}button{margin:2px}.error{color:#a00;margin:12px}"""
 
 
+_INPUT = '<label>{name} <input type="text" placeholder="{name}" value="{value}"></label>'
+_BY_ROLE = {
+    "link": '<a href="#" title="{name}">{name}</a>',
+    "button": "<button>{name}</button>",
+    "textbox": _INPUT,
+    "searchbox": _INPUT,
+    "combobox": "<label>{name} <select><option selected>{value}</option></select></label>",
+    "option": "<span>&#9702; {name}</span>",
+    "heading": "<h2>{name}</h2>",
+    "StaticText": "<span>{name}</span>",
+}
+"""How an element of each role is drawn (``name`` and ``value`` HTML-escaped)."""
+
+
 def _element(element: Element) -> str:
     badge = f'<span class="id">[{element.id}]</span>'
     name = escape(element.name)
-    role = element.role
-    value = escape(str(element.properties.get("value", "")))
-    if role == "link":
-        return f'{badge}<a href="#" title="{name}">{name}</a>'
-    if role == "button":
-        return f"{badge}<button>{name}</button>"
-    if role in ("textbox", "searchbox"):
-        return f'{badge}<label>{name} <input type="text" placeholder="{name}" value="{value}"></label>'
-    if role == "combobox":
-        return f"{badge}<label>{name} <select><option selected>{value}</option></select></label>"
-    if role == "option":
-        return f"{badge}<span>&#9702; {name}</span>"
-    if role == "heading":
-        return f"{badge}<h2>{name}</h2>"
-    if role == "StaticText":
-        return f"{badge}<span>{name}</span>"
-    return f"{badge}<em>{escape(role)}</em> {name}" if name else ""
+    drawing = _BY_ROLE.get(element.role)
+    if drawing is None:
+        return f"{badge}<em>{escape(element.role)}</em> {name}" if name else ""
+    return badge + drawing.format(name=name, value=escape(str(element.properties.get("value", ""))))
 
 
 def page_html(

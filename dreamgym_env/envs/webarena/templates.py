@@ -13,7 +13,7 @@ import random
 import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE
 from dreamgym_env.envs.webarena.sites.admin import MONTHS
@@ -21,14 +21,17 @@ from dreamgym_env.envs.webarena.sites.base import make_url
 from dreamgym_env.envs.webarena.sites.gitlab import ME as GITLAB_ME
 from dreamgym_env.envs.webarena.sites.gitlab import ROLES, Project
 from dreamgym_env.envs.webarena.sites.map import Place, Route
-from dreamgym_env.envs.webarena.sites.reddit import Post
+from dreamgym_env.envs.webarena.sites.reddit import Forum, Post
 from dreamgym_env.envs.webarena.sites.store import ME as SHOP_ME
-from dreamgym_env.envs.webarena.sites.store import STATUSES, YEARS, Product, bestsellers, slug
+from dreamgym_env.envs.webarena.sites.store import STATUSES, YEARS, Order, Product, bestsellers, slug
 from dreamgym_env.envs.webarena.world import SiteData
 
 Kind = Literal["info", "state", "navigation"]
 Slots = dict[str, str]
 Resolved = tuple[Slots, dict[str, Any]]
+Resolver = Callable[[SiteData, Slots], Resolved | str]
+"""A template's ``resolve``: canonical slots and the evaluator, or why the slots do not fit the data."""
+T = TypeVar("T")
 COMMENTS = (
     "Thanks for sharing!",
     "Great post, I learned a lot.",
@@ -64,12 +67,16 @@ class Template:
     """An intent with slots; ``resolve(data, slots)`` gives canonical slots and the evaluator, or why not."""
 
     id: str
-    site: str
     kind: Kind
     intent: str
     limit: int
     candidates: Callable[[SiteData, random.Random], Iterable[Slots]]
-    resolve: Callable[[SiteData, Slots], Resolved | str]
+    resolve: Resolver
+
+    @property
+    def site(self) -> str:
+        """The site the task is on: the id's part before the dot."""
+        return self.id.partition(".")[0]
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -118,9 +125,10 @@ def _shuffled(rng: random.Random, items: Iterable[Any]) -> list[Any]:
 
 
 # -- lookups: the object a slot names, or why there is none ---------------------------------------
-def _product(data: SiteData, slots: Slots) -> Product | str:
-    found = data.store.product_named(slots.get("product", ""))
-    return found if found is not None else f"the shop has no product {slots.get('product')!r}"
+def _named(options: Iterable[T], raw: str, name: Callable[[T], str] = str) -> T | None:
+    """The option whose name is ``raw`` in any case (outer spaces ignored), else ``None``."""
+    folded = raw.strip().lower()
+    return next((o for o in options if name(o).lower() == folded), None)
 
 
 def _number(raw: str) -> int | None:
@@ -128,10 +136,25 @@ def _number(raw: str) -> int | None:
     return int(raw) if raw.isdigit() and len(raw) < 9 else None
 
 
+def _product(data: SiteData, slots: Slots) -> Product | str:
+    found = data.store.product_named(slots.get("product", ""))
+    return found if found is not None else f"the shop has no product {slots.get('product')!r}"
+
+
+def _order(data: SiteData, slots: Slots) -> Order | None:
+    number = _number(slots.get("order", ""))
+    return next((o for o in data.store.orders if o.number == number), None)
+
+
+def _forum(data: SiteData, slots: Slots) -> Forum | str:
+    found = data.reddit.forum(slots.get("forum", ""))
+    return found if found is not None else f"there is no forum {slots.get('forum')!r}"
+
+
 def _post(data: SiteData, slots: Slots) -> Post | str:
-    forum = data.reddit.forum(slots.get("forum", ""))
-    if forum is None:
-        return f"there is no forum {slots.get('forum')!r}"
+    forum = _forum(data, slots)
+    if isinstance(forum, str):
+        return forum
     post = data.reddit.post_titled(forum.name, slots.get("post", ""))
     return post if post is not None else f"/f/{forum.name} has no post titled {slots.get('post')!r}"
 
@@ -143,7 +166,7 @@ def _project(data: SiteData, slots: Slots) -> Project | str:
 
 def _places(data: SiteData, slots: Slots) -> tuple[Place, Place] | str:
     names = [slots.get("start", ""), slots.get("end", "")]
-    places = [next((p for p in data.map.places if p.name.lower() == n.strip().lower()), None) for n in names]
+    places = [_named(data.map.places, n, lambda p: p.name) for n in names]
     if places[0] is None or places[1] is None:
         return f"the map has no place {names[0] if places[0] is None else names[1]!r}"
     if places[0] == places[1]:
@@ -151,8 +174,14 @@ def _places(data: SiteData, slots: Slots) -> tuple[Place, Place] | str:
     return places[0], places[1]
 
 
+def _text(slots: Slots, key: str) -> str | None:
+    """The slot's text with its spaces collapsed; ``None`` when empty or with a single quote."""
+    text = " ".join(slots.get(key, "").split())
+    return text if text and "'" not in text else None
+
+
 # -- resolvers --------------------------------------------------------------------------------------
-def _r_product_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_product_fact(fact: str) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         p = _product(data, slots)
         if isinstance(p, str):
@@ -189,10 +218,9 @@ def _r_buy(data: SiteData, slots: Slots) -> Resolved | str:
     return p if isinstance(p, str) else ({"product": p.name}, program("order_placed", product_id=p.id))
 
 
-def _r_my_order(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_my_order(fact: str) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        number = _number(slots.get("order", ""))
-        order = next((o for o in data.store.orders if o.number == number), None)
+        order = _order(data, slots)
         if order is None or order.customer_id != SHOP_ME:
             return f"the signed-in customer has no order #{slots.get('order')}"
         answer = f"{order.total:.2f}" if fact == "total" else order.status
@@ -202,34 +230,27 @@ def _r_my_order(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
 
 
 def _r_category(data: SiteData, slots: Slots) -> Resolved | str:
-    category = next(
-        (c for c in data.store.categories if c.lower() == slots.get("category", "").strip().lower()), None
-    )
+    category = _named(data.store.categories, slots.get("category", ""))
     if category is None:
         return f"the shop has no category {slots.get('category')!r}"
-    return {"category": category}, {
-        "eval_types": ["url_match"],
-        "reference_url": make_url("shopping.local", f"/category/{slug(category)}"),
-    }
+    return {"category": category}, url_match(make_url("shopping.local", f"/category/{slug(category)}"))
 
 
 def _r_set_status(data: SiteData, slots: Slots) -> Resolved | str:
-    number = _number(slots.get("order", ""))
-    order = next((o for o in data.store.orders if o.number == number), None)
-    status = next((s for s in STATUSES if s.lower() == slots.get("status", "").strip().lower()), None)
+    order, status = _order(data, slots), _named(STATUSES, slots.get("status", ""))
     if order is None or status is None:
         return (
             f"no order #{slots.get('order')}" if order is None else f"no order status {slots.get('status')!r}"
         )
     if order.status == status:
-        return f"order #{number} is already {status}"
+        return f"order #{order.number} is already {status}"
     spec = program("order_status", number=order.number, status=status)
-    return {"order": str(number), "status": status}, at_url(
+    return {"order": str(order.number), "status": status}, at_url(
         spec, make_url("admin.local", f"/sales/order/{order.number}")
     )
 
 
-def _r_customer(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_customer(fact: str) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         customer = data.store.customer_named(slots.get("customer", ""))
         if customer is None:
@@ -246,26 +267,20 @@ def _r_customer(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
 
 
 def _r_order_total(data: SiteData, slots: Slots) -> Resolved | str:
-    number = _number(slots.get("order", ""))
-    order = next((o for o in data.store.orders if o.number == number), None)
-    return (
-        f"no order #{slots.get('order')}"
-        if order is None
-        else ({"order": str(number)}, must_include(f"{order.total:.2f}"))
-    )
+    order = _order(data, slots)
+    if order is None:
+        return f"no order #{slots.get('order')}"
+    return {"order": str(order.number)}, must_include(f"{order.total:.2f}")
 
 
 def _r_best_month(data: SiteData, slots: Slots) -> Resolved | str:
-    month = next(
-        (i for i, m in enumerate(MONTHS, 1) if m.lower() == slots.get("month", "").strip().lower()), None
-    )
-    year = _number(slots.get("year", ""))
+    month, year = _named(MONTHS, slots.get("month", "")), _number(slots.get("year", ""))
     if month is None or year not in YEARS:
         return f"the report covers the months of {YEARS[0]} to {YEARS[-1]}"
-    ranked = bestsellers(data.store, year, month)
+    ranked = bestsellers(data.store, year, MONTHS.index(month) + 1)
     if not ranked or (len(ranked) > 1 and ranked[0][1] == ranked[1][1]):
         return "no single best selling product in that month"
-    return {"month": MONTHS[month - 1], "year": str(year)}, must_include(ranked[0][0].name)
+    return {"month": month, "year": str(year)}, must_include(ranked[0][0].name)
 
 
 def _r_best_year(data: SiteData, slots: Slots) -> Resolved | str:
@@ -291,11 +306,11 @@ def _r_set_price(data: SiteData, slots: Slots) -> Resolved | str:
     )
 
 
-def _r_subscribe(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_subscribe(value: bool) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        forum = data.reddit.forum(slots.get("forum", ""))
-        if forum is None:
-            return f"there is no forum {slots.get('forum')!r}"
+        forum = _forum(data, slots)
+        if isinstance(forum, str):
+            return forum
         if (forum.name in data.reddit.subscribed) == value:
             return f"already {'' if value else 'not '}subscribed to /f/{forum.name}"
         return {"forum": forum.name}, program("subscribed", forum=forum.name, value=value)
@@ -303,7 +318,7 @@ def _r_subscribe(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
     return resolve
 
 
-def _r_vote(direction: int) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_vote(direction: int) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         post = _post(data, slots)
         if isinstance(post, str):
@@ -316,21 +331,19 @@ def _r_vote(direction: int) -> Callable[[SiteData, Slots], Resolved | str]:
 
 
 def _r_comment(data: SiteData, slots: Slots) -> Resolved | str:
-    post, text = _post(data, slots), " ".join(slots.get("comment", "").split())
-    if isinstance(post, str) or not text or "'" in text:
+    post, text = _post(data, slots), _text(slots, "comment")
+    if isinstance(post, str) or text is None:
         return post if isinstance(post, str) else "the comment must be non-empty, without single quotes"
     spec = program("commented", post_id=post.id, text=text)
-    return {"comment": text, "post": post.title, "forum": post.forum}, at_url(spec, _post_url(post))
+    return {"comment": text, "post": post.title, "forum": post.forum}, at_url(
+        spec, make_url("reddit.local", post.path)
+    )
 
 
 def _r_new_post(data: SiteData, slots: Slots) -> Resolved | str:
-    forum, title = data.reddit.forum(slots.get("forum", "")), " ".join(slots.get("title", "").split())
-    if forum is None or not title or "'" in title:
-        return (
-            f"there is no forum {slots.get('forum')!r}"
-            if forum is None
-            else "the title must be non-empty, without single quotes"
-        )
+    forum, title = _forum(data, slots), _text(slots, "title")
+    if isinstance(forum, str) or title is None:
+        return forum if isinstance(forum, str) else "the title must be non-empty, without single quotes"
     if any(title.lower() in p.title.lower() for p in data.reddit.posts if p.forum == forum.name):
         return f"/f/{forum.name} already shows a post titled {title!r}"
     # the new post's page (where the site lands) shows its title; WebArena checks the page content
@@ -339,7 +352,7 @@ def _r_new_post(data: SiteData, slots: Slots) -> Resolved | str:
     )
 
 
-def _r_post_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_post_fact(fact: str) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         post = _post(data, slots)
         if isinstance(post, str):
@@ -350,7 +363,7 @@ def _r_post_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
     return resolve
 
 
-def _r_star(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_star(value: bool) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         project = _project(data, slots)
         if isinstance(project, str):
@@ -363,8 +376,8 @@ def _r_star(value: bool) -> Callable[[SiteData, Slots], Resolved | str]:
 
 
 def _r_new_issue(data: SiteData, slots: Slots) -> Resolved | str:
-    project, title = _project(data, slots), " ".join(slots.get("title", "").split())
-    if isinstance(project, str) or not title or "'" in title:
+    project, title = _project(data, slots), _text(slots, "title")
+    if isinstance(project, str) or title is None:
         return project if isinstance(project, str) else "the title must be non-empty, without single quotes"
     if any(title.lower() in i.title.lower() for i in project.issues):
         return f"{project.path} already has an issue titled {title!r}"
@@ -375,7 +388,7 @@ def _r_new_issue(data: SiteData, slots: Slots) -> Resolved | str:
 
 def _r_member(data: SiteData, slots: Slots) -> Resolved | str:
     project, user = _project(data, slots), data.gitlab.user(slots.get("user", ""))
-    role = next((r for r in ROLES if r.lower() == slots.get("role", "").strip().lower()), None)
+    role = _named(ROLES, slots.get("role", ""))
     if isinstance(project, str) or user is None or role is None:
         return (
             project
@@ -396,9 +409,7 @@ def _r_close_issue(data: SiteData, slots: Slots) -> Resolved | str:
     project = _project(data, slots)
     if isinstance(project, str):
         return project
-    issue = next(
-        (i for i in project.issues if i.title.lower() == slots.get("issue", "").strip().lower()), None
-    )
+    issue = _named(project.issues, slots.get("issue", ""), lambda i: i.title)
     if issue is None or issue.state != "opened":
         return f"{project.path} has no open issue titled {slots.get('issue')!r}"
     return {"issue": issue.title, "project": project.path}, program(
@@ -406,15 +417,14 @@ def _r_close_issue(data: SiteData, slots: Slots) -> Resolved | str:
     )
 
 
-def _r_project_fact(fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_project_fact(fact: str) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         project = _project(data, slots)
         if isinstance(project, str):
             return project
         if fact == "open":
             count = sum(i.state == "opened" for i in project.issues)
-            issues = make_url("gitlab.local", f"/{project.path}/-/issues")
-            return {"project": project.path}, at_url(must_include(str(count)), issues)
+            return {"project": project.path}, at_url(must_include(str(count)), _issues_url(project))
         return {"project": project.path}, must_include(str(project.stars))
 
     return resolve
@@ -424,15 +434,13 @@ def _r_mr_author(data: SiteData, slots: Slots) -> Resolved | str:
     project = _project(data, slots)
     if isinstance(project, str):
         return project
-    mr = next(
-        (m for m in project.merge_requests if m.title.lower() == slots.get("mr", "").strip().lower()), None
-    )
+    mr = _named(project.merge_requests, slots.get("mr", ""), lambda m: m.title)
     if mr is None:
         return f"{project.path} has no merge request titled {slots.get('mr')!r}"
     return {"mr": mr.title, "project": project.path}, must_include(mr.author)
 
 
-def _r_route(mode: str, fact: str) -> Callable[[SiteData, Slots], Resolved | str]:
+def _r_route(mode: str, fact: str) -> Resolver:
     def resolve(data: SiteData, slots: Slots) -> Resolved | str:
         places = _places(data, slots)
         if isinstance(places, str):
@@ -448,9 +456,7 @@ def _r_route(mode: str, fact: str) -> Callable[[SiteData, Slots], Resolved | str
 
 
 def _r_address(data: SiteData, slots: Slots) -> Resolved | str:
-    place = next(
-        (p for p in data.map.places if p.name.lower() == slots.get("place", "").strip().lower()), None
-    )
+    place = _named(data.map.places, slots.get("place", ""), lambda p: p.name)
     if place is None:
         return f"the map has no place {slots.get('place')!r}"
     return {"place": place.name}, {
@@ -460,21 +466,21 @@ def _r_address(data: SiteData, slots: Slots) -> Resolved | str:
 
 
 def _r_forum_page(data: SiteData, slots: Slots) -> Resolved | str:
-    forum = data.reddit.forum(slots.get("forum", ""))
-    if forum is None:
-        return f"there is no forum {slots.get('forum')!r}"
+    forum = _forum(data, slots)
+    if isinstance(forum, str):
+        return forum
     return {"forum": forum.name}, url_match(make_url("reddit.local", f"/f/{forum.name}"))
 
 
 def _r_issues_page(data: SiteData, slots: Slots) -> Resolved | str:
     project = _project(data, slots)
-    if isinstance(project, str):
-        return project
-    return {"project": project.path}, url_match(make_url("gitlab.local", f"/{project.path}/-/issues"))
+    return (
+        project if isinstance(project, str) else ({"project": project.path}, url_match(_issues_url(project)))
+    )
 
 
-def _post_url(post: Post) -> str:
-    return make_url("reddit.local", f"/f/{post.forum}/{post.id}")
+def _issues_url(project: Project) -> str:
+    return make_url("gitlab.local", f"/{project.path}/-/issues")
 
 
 # -- candidates ---------------------------------------------------------------------------------------
@@ -502,23 +508,24 @@ def _missing_products(data: SiteData, rng: random.Random) -> list[Slots]:
     return [{"product": n} for n in _shuffled(rng, names) if data.store.product_named(n) is None]
 
 
+def _customers(data: SiteData, rng: random.Random) -> list[Slots]:
+    return [{"customer": c.name} for c in _shuffled(rng, data.store.customers)]
+
+
+def _forums(data: SiteData, rng: random.Random) -> list[Slots]:
+    return [{"forum": f.name} for f in data.reddit.forums]
+
+
 def _mine(data: SiteData, rng: random.Random) -> list[Slots]:
     return [{"order": str(o.number)} for o in data.store.orders if o.customer_id == SHOP_ME]
 
 
 TEMPLATES: tuple[Template, ...] = (
     Template(
-        "shopping.price",
-        "shopping",
-        "info",
-        "What is the price of {product}?",
-        50,
-        _products,
-        _r_product_fact("price"),
+        "shopping.price", "info", "What is the price of {product}?", 50, _products, _r_product_fact("price")
     ),
     Template(
         "shopping.review_count",
-        "shopping",
         "info",
         "How many reviews does {product} have?",
         50,
@@ -527,7 +534,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping.rating",
-        "shopping",
         "info",
         "What is the rating of {product}, in percent?",
         40,
@@ -536,29 +542,24 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping.price_unavailable",
-        "shopping",
         "info",
         "What is the price of {product}?",
         70,
         _missing_products,
         _r_missing_price,
     ),
-    Template(
-        "shopping.add_to_cart", "shopping", "state", "Add {product} to my cart.", 70, _products, _r_cart
-    ),
+    Template("shopping.add_to_cart", "state", "Add {product} to my cart.", 70, _products, _r_cart),
     Template(
         "shopping.add_qty",
-        "shopping",
         "state",
         "Add {qty} units of {product} to my cart.",
         50,
         lambda d, r: [{**s, "qty": str(r.randint(2, 5))} for s in _products(d, r)],
         _r_cart,
     ),
-    Template("shopping.buy", "shopping", "state", "Buy {product}.", 60, _products, _r_buy),
+    Template("shopping.buy", "state", "Buy {product}.", 60, _products, _r_buy),
     Template(
         "shopping.order_total",
-        "shopping",
         "info",
         "What was the order total of my order #{order}?",
         30,
@@ -567,7 +568,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping.order_status",
-        "shopping",
         "info",
         "What is the status of my order #{order}?",
         30,
@@ -576,7 +576,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping.category",
-        "shopping",
         "navigation",
         "Show me the products of the {category} category.",
         10,
@@ -585,7 +584,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping_admin.set_status",
-        "shopping_admin",
         "state",
         "Change the status of order #{order} to {status}.",
         80,
@@ -596,25 +594,22 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping_admin.customer_orders",
-        "shopping_admin",
         "info",
         "How many orders did customer {customer} place?",
         40,
-        lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)],
+        _customers,
         _r_customer("orders"),
     ),
     Template(
         "shopping_admin.customer_email",
-        "shopping_admin",
         "info",
         "What is the email address of customer {customer}?",
         40,
-        lambda d, r: [{"customer": c.name} for c in _shuffled(r, d.store.customers)],
+        _customers,
         _r_customer("email"),
     ),
     Template(
         "shopping_admin.order_total",
-        "shopping_admin",
         "info",
         "What is the grand total of order #{order}?",
         40,
@@ -623,7 +618,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping_admin.bestseller_month",
-        "shopping_admin",
         "info",
         "What is the top-1 best selling product in {month} {year}?",
         36,
@@ -632,7 +626,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping_admin.bestsellers_year",
-        "shopping_admin",
         "info",
         "What are the top-{n} best selling products in {year}?",
         15,
@@ -641,7 +634,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "shopping_admin.set_price",
-        "shopping_admin",
         "state",
         "Update the price of {product} to ${price}.",
         60,
@@ -651,38 +643,22 @@ TEMPLATES: tuple[Template, ...] = (
         _r_set_price,
     ),
     Template(
-        "reddit.subscribe",
-        "reddit",
-        "state",
-        "Subscribe to the forum /f/{forum}.",
-        12,
-        lambda d, r: [{"forum": f.name} for f in d.reddit.forums],
-        _r_subscribe(True),
+        "reddit.subscribe", "state", "Subscribe to the forum /f/{forum}.", 12, _forums, _r_subscribe(True)
     ),
     Template(
         "reddit.unsubscribe",
-        "reddit",
         "state",
         "Unsubscribe from the forum /f/{forum}.",
         12,
-        lambda d, r: [{"forum": f.name} for f in d.reddit.forums],
+        _forums,
         _r_subscribe(False),
     ),
+    Template("reddit.upvote", "state", "Upvote the post '{post}' in /f/{forum}.", 40, _posts, _r_vote(1)),
     Template(
-        "reddit.upvote", "reddit", "state", "Upvote the post '{post}' in /f/{forum}.", 40, _posts, _r_vote(1)
-    ),
-    Template(
-        "reddit.downvote",
-        "reddit",
-        "state",
-        "Downvote the post '{post}' in /f/{forum}.",
-        40,
-        _posts,
-        _r_vote(-1),
+        "reddit.downvote", "state", "Downvote the post '{post}' in /f/{forum}.", 40, _posts, _r_vote(-1)
     ),
     Template(
         "reddit.comment",
-        "reddit",
         "state",
         "Post a comment '{comment}' on the post '{post}' in /f/{forum}.",
         50,
@@ -691,7 +667,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "reddit.new_post",
-        "reddit",
         "state",
         "Create a post titled '{title}' in /f/{forum}.",
         30,
@@ -704,7 +679,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "reddit.forum_page",
-        "reddit",
         "navigation",
         "Show me the forum /f/{forum}.",
         20,
@@ -713,7 +687,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "reddit.comment_count",
-        "reddit",
         "info",
         "How many comments does the post '{post}' in /f/{forum} have?",
         40,
@@ -721,21 +694,12 @@ TEMPLATES: tuple[Template, ...] = (
         _r_post_fact("comments"),
     ),
     Template(
-        "reddit.author",
-        "reddit",
-        "info",
-        "Who posted '{post}' in /f/{forum}?",
-        40,
-        _posts,
-        _r_post_fact("author"),
+        "reddit.author", "info", "Who posted '{post}' in /f/{forum}?", 40, _posts, _r_post_fact("author")
     ),
-    Template("gitlab.star", "gitlab", "state", "Star the project {project}.", 24, _projects, _r_star(True)),
-    Template(
-        "gitlab.unstar", "gitlab", "state", "Unstar the project {project}.", 24, _projects, _r_star(False)
-    ),
+    Template("gitlab.star", "state", "Star the project {project}.", 24, _projects, _r_star(True)),
+    Template("gitlab.unstar", "state", "Unstar the project {project}.", 24, _projects, _r_star(False)),
     Template(
         "gitlab.new_issue",
-        "gitlab",
         "state",
         "Create an issue titled '{title}' in the project {project}.",
         40,
@@ -744,7 +708,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "gitlab.add_member",
-        "gitlab",
         "state",
         "Add {user} as a {role} of the project {project}.",
         50,
@@ -757,7 +720,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "gitlab.close_issue",
-        "gitlab",
         "state",
         "Close the issue '{issue}' in the project {project}.",
         60,
@@ -768,7 +730,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "gitlab.open_issues",
-        "gitlab",
         "info",
         "How many open issues does the project {project} have?",
         24,
@@ -777,7 +738,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "gitlab.issues_page",
-        "gitlab",
         "navigation",
         "Show me the issues of the project {project}.",
         24,
@@ -786,7 +746,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "gitlab.stars",
-        "gitlab",
         "info",
         "How many stars does the project {project} have?",
         24,
@@ -795,7 +754,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "gitlab.mr_author",
-        "gitlab",
         "info",
         "Who created the merge request '{mr}' in the project {project}?",
         40,
@@ -806,7 +764,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "map.drive_time",
-        "map",
         "info",
         "How long does it take to drive from {start} to {end}?",
         35,
@@ -815,7 +772,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "map.walk_time",
-        "map",
         "info",
         "How long does it take to walk from {start} to {end}?",
         30,
@@ -824,7 +780,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "map.bike_time",
-        "map",
         "info",
         "How long does it take to bike from {start} to {end}?",
         20,
@@ -833,7 +788,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "map.distance",
-        "map",
         "info",
         "What is the driving distance in km from {start} to {end}?",
         30,
@@ -842,7 +796,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "map.directions",
-        "map",
         "navigation",
         "Show me the driving directions from {start} to {end}.",
         50,
@@ -851,7 +804,6 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     Template(
         "map.address",
-        "map",
         "info",
         "What is the address of {place}?",
         30,

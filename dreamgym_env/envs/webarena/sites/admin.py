@@ -16,20 +16,17 @@ from dreamgym_env.envs.webarena.sites.base import (
     Outcome,
     Page,
     Request,
-    Site,
     button,
     combobox,
     group,
     heading,
     link,
     listing,
-    pager,
-    paginate,
     text,
     textbox,
 )
-from dreamgym_env.envs.webarena.sites.shopping import money, search_products
-from dreamgym_env.envs.webarena.sites.store import STATUSES, YEARS, Order, StoreState, bestsellers
+from dreamgym_env.envs.webarena.sites.shopping import search_products
+from dreamgym_env.envs.webarena.sites.store import STATUSES, YEARS, Order, StoreSite, bestsellers, money
 
 PAGE_SIZE = 20
 MONTHS = (
@@ -46,34 +43,36 @@ MONTHS = (
     "November",
     "December",
 )
+MENU = (
+    ("Dashboard", "/"),
+    ("Orders", "/sales/order"),
+    ("Customers", "/customer"),
+    ("Products", "/catalog/product"),
+    ("Reports", "/reports/bestsellers"),
+)
+"""The navigation bar's links: label and path."""
+SEARCHES = {"find_orders": "/sales/order", "find_customers": "/customer", "find_products": "/catalog/product"}
+"""The path each grid's keyword search goes to."""
 
 
-class AdminSite(Site):
+class AdminSite(StoreSite):
     """The admin panel over the same :class:`StoreState` as the store front."""
 
     host = "admin.local"
     title = "Magento Admin"
+    title_template = "{} / Magento Admin"
 
-    def __init__(self, state: StoreState) -> None:
-        self.state = state
-        self.store = state.store
+    def navigation(self) -> Node:
+        return group("navigation", *(link(name, self.url(path)) for name, path in MENU))
 
-    def _frame(self, title: str, *body: Node) -> Page:
-        menu = group(
-            "navigation",
-            link("Dashboard", self.url()),
-            link("Orders", self.url("/sales/order")),
-            link("Customers", self.url("/customer")),
-            link("Products", self.url("/catalog/product")),
-            link("Reports", self.url("/reports/bestsellers")),
-        )
-        return Page(f"{title} / Magento Admin", [menu, group("main", heading(title), *body)])
+    def frame(self, title: str, *body: Node) -> Page:
+        return super().frame(title, heading(title), *body)
 
     def page(self, request: Request) -> Page:
         path = request.path
         if path == "/":
             orders = self.state.orders()
-            return self._frame(
+            return self.frame(
                 "Dashboard",
                 text(f"Lifetime Sales: {money(sum(o.total for o in orders))}"),
                 text(f"Orders: {len(orders)}"),
@@ -81,27 +80,16 @@ class AdminSite(Site):
             )
         if path == "/sales/order":
             return self._orders(request)
-        if path.startswith("/sales/order/") and path[13:].isdigit():
-            order = self.state.order(int(path[13:]))
-            if order is not None:
-                return self._order(order)
+        number = request.number("/sales/order/")
+        if number is not None and (order := self.state.order(number)) is not None:
+            return self._order(order)
         if path == "/customer":
             query = request.get("q").lower()
             found = [c for c in self.store.customers if query in f"{c.name} {c.email}".lower()]
             rows = [[link(c.name, self.url(f"/customer/{c.id}")), text(c.email)] for c in found]
-            return self._frame(
-                "Customers",
-                textbox("Search by keyword", "q", submit="find_customers", value=request.get("q")),
-                text(f"{len(found)} records found"),
-                listing(rows[:PAGE_SIZE]),
-            )
-        if (
-            path.startswith("/customer/")
-            and path[10:].isdigit()
-            and int(path[10:]) < len(self.store.customers)
-        ):
-            c = self.store.customers[int(path[10:])]
-            return self._frame(
+            return self._grid("Customers", "find_customers", request, len(found), rows[:PAGE_SIZE])
+        if (c := request.item("/customer/", self.store.customers)) is not None:
+            return self.frame(
                 c.name,
                 text(f"Email: {c.email}"),
                 text(f"Phone: {c.phone}"),
@@ -115,7 +103,7 @@ class AdminSite(Site):
                 if request.get("q")
                 else list(self.store.products)
             )
-            shown, pages = paginate(products, request.int("p"), PAGE_SIZE)
+            shown, pager = self.paginate(products, request, PAGE_SIZE, q=request.get("q"))
             rows = [
                 [
                     link(p.name, self.url(f"/catalog/product/{p.id}")),
@@ -125,20 +113,9 @@ class AdminSite(Site):
                 ]
                 for p in shown
             ]
-            return self._frame(
-                "Products",
-                textbox("Search by keyword", "q", submit="find_products", value=request.get("q")),
-                text(f"{len(products)} records found"),
-                listing(rows),
-                *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, q=request.get("q")),
-            )
-        if (
-            path.startswith("/catalog/product/")
-            and path[17:].isdigit()
-            and int(path[17:]) < len(self.store.products)
-        ):
-            p = self.store.products[int(path[17:])]
-            return self._frame(
+            return self._grid("Products", "find_products", request, len(products), rows, *pager)
+        if (p := request.item("/catalog/product/", self.store.products)) is not None:
+            return self.frame(
                 p.name,
                 text(f"SKU: {p.sku}"),
                 text(f"Category: {p.category}"),
@@ -148,6 +125,18 @@ class AdminSite(Site):
         if path == "/reports/bestsellers":
             return self._bestsellers(request)
         raise NotFound(path)
+
+    def _grid(
+        self, title: str, op: str, request: Request, found: int, rows: list[list[Node]], *pager: Node
+    ) -> Page:
+        """A searchable grid: the keyword box (Enter runs ``op``), the records found and their rows."""
+        return self.frame(
+            title,
+            textbox("Search by keyword", "q", submit=op, value=request.get("q")),
+            text(f"{found} records found"),
+            listing(rows),
+            *pager,
+        )
 
     def _orders(self, request: Request) -> Page:
         query = " ".join(request.get("q").lower().split())
@@ -159,8 +148,7 @@ class AdminSite(Site):
                 if query in (str(o.number), self.store.customers[o.customer_id].name.lower())
             ]
         orders.sort(key=lambda o: -o.number)
-        page = request.int("p")
-        shown, pages = paginate(orders, page, PAGE_SIZE)
+        shown, pager = self.paginate(orders, request, PAGE_SIZE, q=request.get("q"))
         rows = [
             [
                 link(f"Order #{o.number}", self.url(f"/sales/order/{o.number}")),
@@ -171,30 +159,16 @@ class AdminSite(Site):
             ]
             for o in shown
         ]
-        return self._frame(
-            "Orders",
-            textbox("Search by keyword", "q", submit="find_orders", value=request.get("q")),
-            text(f"{len(orders)} records found"),
-            listing(rows),
-            *pager(self.host, "/sales/order", min(max(page, 1), pages), pages, q=request.get("q")),
-        )
+        return self._grid("Orders", "find_orders", request, len(orders), rows, *pager)
 
     def _order(self, order: Order) -> Page:
         customer = self.store.customers[order.customer_id]
-        items = [
-            [
-                text(self.store.products[line.product_id].name),
-                text(f"Qty: {line.qty}"),
-                text(f"Price: {money(line.price)}"),
-            ]
-            for line in order.lines
-        ]
-        return self._frame(
+        return self.frame(
             f"Order #{order.number}",
             text(f"Order Date: {order.date}"),
             text(f"Order Status: {order.status}"),
             link(customer.name, self.url(f"/customer/{customer.id}")),
-            listing(items),
+            self.order_lines(order, product_links=False),
             text(f"Grand Total: {money(order.total)}"),
             combobox("Status", "status", STATUSES, order.status),
             button("Update Status", "set_status", str(order.number)),
@@ -215,7 +189,7 @@ class AdminSite(Site):
             [text(f"Rank {i}"), text(product.name), text(f"Quantity: {qty}")]
             for i, (product, qty) in enumerate(ranked, 1)
         ]
-        return self._frame(
+        return self.frame(
             "Bestsellers Report",
             group("navigation", *periods, name="Year"),
             group("navigation", *months, name="Month"),
@@ -224,13 +198,8 @@ class AdminSite(Site):
         )
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        query = " ".join(values.get("q", "").split())
-        if op == "find_orders":
-            return Outcome(self.url("/sales/order", q=query))
-        if op == "find_customers":
-            return Outcome(self.url("/customer", q=query))
-        if op == "find_products":
-            return Outcome(self.url("/catalog/product", q=query))
+        if op in SEARCHES:
+            return Outcome(self.url(SEARCHES[op], q=" ".join(values.get("q", "").split())))
         if op == "set_status":
             number = int(args[0])
             status = values.get("status", "")

@@ -8,15 +8,17 @@ nodes, adds what the user typed, and renders the tree.
 
 from __future__ import annotations
 
-import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Generic, TypeVar
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 Value = str | bool
 TEXT_ROLES = frozenset({"textbox", "searchbox"})
+T = TypeVar("T")
+StateT = TypeVar("StateT")
 
 
 @dataclass(slots=True)
@@ -80,8 +82,10 @@ def group(role: str, *children: Node, name: str = "") -> Node:
     return Node(role, name, children=list(children))
 
 
-def listing(items: list[list[Node]]) -> Node:
-    """A ``list`` of ``listitem`` s, one per item."""
+def listing(items: list[list[Node]], empty: str | None = None) -> Node:
+    """A ``list`` of ``listitem`` s, one per item; without items, the text ``empty`` if given."""
+    if not items and empty is not None:
+        return text(empty)
     return Node("list", children=[Node("listitem", children=item) for item in items])
 
 
@@ -115,6 +119,17 @@ class Request:
     def get(self, key: str, default: str = "") -> str:
         return self.query.get(key, default)
 
+    # before :meth:`int`, which would shadow the type in the annotations below it
+    def number(self, prefix: str) -> int | None:
+        """The number a path ``prefix<number>`` ends in (``/orders/7``: 7), else ``None``."""
+        rest = self.path[len(prefix) :]
+        return int(rest) if self.path.startswith(prefix) and rest.isdigit() else None
+
+    def item(self, prefix: str, items: Sequence[T]) -> T | None:
+        """The item a path ``prefix<index>`` names (``/place/3``: ``items[3]``), else ``None``."""
+        index = self.number(prefix)
+        return items[index] if index is not None and index < len(items) else None
+
     def int(self, key: str, default: int = 1) -> int:
         raw = self.query.get(key, "")
         return int(raw) if raw.isdigit() and len(raw) < 6 else default
@@ -140,40 +155,24 @@ def _url(host: str, path: str, params: tuple[tuple[str, str], ...]) -> str:
     return f"http://{host}{quote(path, safe='/:-_.~')}{suffix}"
 
 
-def paginate(items: list, page: int, size: int) -> tuple[list, int]:
-    """The items of page ``page`` (1-based, clamped) and the number of pages."""
-    pages = max(1, -(-len(items) // size))
-    page = min(max(page, 1), pages)
-    return items[(page - 1) * size : page * size], pages
+class Site(ABC, Generic[StateT]):
+    """One web site: pages built from its data and state, operations that change the state.
 
-
-def pager(host: str, path: str, page: int, pages: int, **query: object) -> list[Node]:
-    """``Previous`` / ``Page p of n`` / ``Next`` nodes of a paginated list."""
-    nodes: list[Node] = []
-    if page > 1:
-        nodes.append(link("Previous", make_url(host, path, **query, p=page - 1)))
-    if pages > 1:
-        nodes.append(text(f"Page {page} of {pages}"))
-    if page < pages:
-        nodes.append(link("Next", make_url(host, path, **query, p=page + 1)))
-    return nodes
-
-
-def unique_names(
-    rng: random.Random, first: list[str], second: list[str], count: int, sep: str = " "
-) -> list[str]:
-    """``count`` distinct ``first + sep + second`` combinations in a seeded order."""
-    pairs = [f"{a}{sep}{b}" for a in first for b in second]
-    if count > len(pairs):
-        raise ValueError(f"only {len(pairs)} combinations for {count} names")
-    return rng.sample(pairs, count)
-
-
-class Site(ABC):
-    """One web site: pages built from its data and state, operations that change the state."""
+    Every page is a :meth:`frame`: the site's :meth:`navigation` above a ``main`` landmark.
+    """
 
     host: str
     title: str
+    """The home page's title."""
+    title_template: str
+    """Any other page's title, ``{}`` standing for what the page is about."""
+
+    def __init__(self, state: StateT) -> None:
+        self.state = state
+
+    @abstractmethod
+    def navigation(self) -> Node:
+        """The bar above the ``main`` landmark of every page."""
 
     @abstractmethod
     def page(self, request: Request) -> Page:
@@ -185,3 +184,26 @@ class Site(ABC):
 
     def url(self, path: str = "/", **query: object) -> str:
         return make_url(self.host, path, **query)
+
+    def frame(self, title: str, *body: Node) -> Page:
+        """A page titled after ``title`` (``""``: the home page) with ``body`` in its ``main`` landmark."""
+        page_title = self.title_template.format(title) if title else self.title
+        return Page(page_title, [self.navigation(), group("main", *body)])
+
+    def paginate(
+        self, items: list[T], request: Request, size: int, **query: object
+    ) -> tuple[list[T], list[Node]]:
+        """The items of the page ``?p=`` asks for (1-based, clamped) and its pager nodes.
+
+        The pager reads ``Previous`` / ``Page p of n`` / ``Next``; its links keep ``query``.
+        """
+        pages = max(1, -(-len(items) // size))
+        page = min(max(request.int("p"), 1), pages)
+        nodes: list[Node] = []
+        if page > 1:
+            nodes.append(link("Previous", self.url(request.path, **query, p=page - 1)))
+        if pages > 1:
+            nodes.append(text(f"Page {page} of {pages}"))
+        if page < pages:
+            nodes.append(link("Next", self.url(request.path, **query, p=page + 1)))
+        return items[(page - 1) * size : page * size], nodes

@@ -9,7 +9,7 @@ links), ``.../-/issues?state=opened|closed|all``, ``.../-/issues/<iid>``, ``.../
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -215,22 +215,18 @@ def load_gitlab(seed: int) -> GitLab:
     return GitLab(seed, PEOPLE, tuple(projects), starred)
 
 
-class GitLabSite(Site):
+class GitLabSite(Site[GitLabState]):
     host = "gitlab.local"
     title = "GitLab"
+    title_template = "{} · GitLab"
 
-    def __init__(self, state: GitLabState) -> None:
-        self.state = state
-        self.gitlab = state.gitlab
-
-    def _frame(self, title: str, *body: Node) -> Page:
-        nav = group("navigation", link("Projects", self.url()), text(f"@{ME}"))
-        return Page(f"{title} · GitLab", [nav, group("main", *body)])
+    def navigation(self) -> Node:
+        return group("navigation", link("Projects", self.url()), text(f"@{ME}"))
 
     def page(self, request: Request) -> Page:
         if request.path == "/":
             query = request.get("q").lower()
-            found = [p for p in self.gitlab.projects if query in p.path.lower()]
+            found = [p for p in self.state.gitlab.projects if query in p.path.lower()]
             rows = [
                 [
                     link(p.path, self.url(f"/{p.path}")),
@@ -239,20 +235,20 @@ class GitLabSite(Site):
                 ]
                 for p in found
             ]
-            return self._frame(
+            return self.frame(
                 "Projects",
                 heading("Projects"),
                 textbox("Filter by name", "q", submit="filter", value=request.get("q")),
-                listing(rows) if rows else text("No projects found"),
+                listing(rows, empty="No projects found"),
             )
         path, _, section = request.path.strip("/").partition("/-/")
-        project = next((p for p in self.gitlab.projects if p.path == path), None)
+        project = next((p for p in self.state.gitlab.projects if p.path == path), None)
         if project is None:
             raise NotFound(request.path)
         base = f"/{project.path}"
         if not section:
             starred = project.path in self.state.starred
-            return self._frame(
+            return self.frame(
                 project.path,
                 heading(project.name),
                 text(project.description),
@@ -264,9 +260,17 @@ class GitLabSite(Site):
             )
         kind, _, rest = section.partition("/")
         if kind == "issues" and not rest:
-            return self._issues(project, request.get("state", "opened"))
+            return self._tabbed(
+                project,
+                "issues",
+                self.state.issues(project),
+                request.get("state", "opened"),
+                {"opened": "Open", "closed": "Closed"},
+                lambda i: f"#{i.iid} opened by {i.author}",
+                link("New issue", self.url(f"{base}/-/issues/new")),
+            )
         if kind == "issues" and rest == "new":
-            return self._frame(
+            return self.frame(
                 f"New Issue · {project.path}",
                 heading("New Issue"),
                 textbox("Title", "title", required=True),
@@ -277,7 +281,7 @@ class GitLabSite(Site):
             issue = next((i for i in self.state.issues(project) if i.iid == int(rest)), None)
             if issue is not None:
                 closed = issue.state == "closed"
-                return self._frame(
+                return self.frame(
                     f"{issue.title} (#{issue.iid}) · Issues",
                     heading(issue.title),
                     text(f"{'Closed' if closed else 'Open'} Issue created by {issue.author}"),
@@ -290,11 +294,18 @@ class GitLabSite(Site):
                     ),
                 )
         if kind == "merge_requests" and not rest:
-            return self._merge_requests(project, request.get("state", "opened"))
+            return self._tabbed(
+                project,
+                "merge requests",
+                project.merge_requests,
+                request.get("state", "opened"),
+                {s: s.capitalize() for s in ("opened", "merged", "closed")},
+                lambda m: f"!{m.iid} created by {m.author}",
+            )
         if kind == "merge_requests" and rest.isdigit():
             mr = next((m for m in project.merge_requests if m.iid == int(rest)), None)
             if mr is not None:
-                return self._frame(
+                return self.frame(
                     f"{mr.title} (!{mr.iid}) · Merge requests",
                     heading(mr.title),
                     text(f"{mr.state.capitalize()} Merge request !{mr.iid} created by {mr.author}"),
@@ -302,7 +313,7 @@ class GitLabSite(Site):
                 )
         if kind == "project_members" and not rest:
             rows = [[text(u), text(r)] for u, r in self.state.member_roles(project).items()]
-            return self._frame(
+            return self.frame(
                 f"Members · {project.path}",
                 heading("Project members"),
                 listing(rows),
@@ -312,58 +323,48 @@ class GitLabSite(Site):
             )
         raise NotFound(request.path)
 
-    def _issues(self, project: Project, state: str) -> Page:
-        issues = self.state.issues(project)
-        counts = {s: sum(i.state == s for i in issues) for s in ("opened", "closed")}
-        if state not in ("opened", "closed", "all"):
-            raise NotFound(state)
-        base = f"/{project.path}/-/issues"
-        tabs = group(
-            "tablist",
-            link(f"Open {counts['opened']}", self.url(base, state="opened")),
-            link(f"Closed {counts['closed']}", self.url(base, state="closed")),
-            link(f"All {len(issues)}", self.url(base, state="all")),
-        )
-        shown = [i for i in issues if state in ("all", i.state)]
-        rows = [
-            [link(i.title, self.url(f"{base}/{i.iid}")), text(f"#{i.iid} opened by {i.author}")]
-            for i in shown
-        ]
-        return self._frame(
-            f"Issues · {project.path}",
-            tabs,
-            link("New issue", self.url(f"{base}/new")),
-            listing(rows) if rows else text("There are no issues to show."),
-        )
+    def _tabbed(
+        self,
+        project: Project,
+        noun: str,
+        items: Sequence[Issue | MergeRequest],
+        state: str,
+        tabs: dict[str, str],
+        byline: Callable[[Issue | MergeRequest], str],
+        *above: Node,
+    ) -> Page:
+        """A project's issues or merge requests (``noun``) in ``state``, under a tab a state and ``All``.
 
-    def _merge_requests(self, project: Project, state: str) -> Page:
-        if state not in ("opened", "merged", "closed", "all"):
+        ``tabs``: each state's tab label; ``byline``: the text under an item's title; ``above``:
+        what stands between the tabs and the items.
+        """
+        if state not in (*tabs, "all"):
             raise NotFound(state)
-        base = f"/{project.path}/-/merge_requests"
-        mrs = project.merge_requests
-        tabs = group(
+        base = f"/{project.path}/-/{noun.replace(' ', '_')}"
+        tablist = group(
             "tablist",
             *(
-                link(f"{s.capitalize()} {sum(m.state == s for m in mrs)}", self.url(base, state=s))
-                for s in ("opened", "merged", "closed")
+                link(f"{label} {sum(i.state == s for i in items)}", self.url(base, state=s))
+                for s, label in tabs.items()
             ),
-            link(f"All {len(mrs)}", self.url(base, state="all")),
+            link(f"All {len(items)}", self.url(base, state="all")),
         )
-        shown = [m for m in mrs if state in ("all", m.state)]
         rows = [
-            [link(m.title, self.url(f"{base}/{m.iid}")), text(f"!{m.iid} created by {m.author}")]
-            for m in shown
+            [link(i.title, self.url(f"{base}/{i.iid}")), text(byline(i))]
+            for i in items
+            if state in ("all", i.state)
         ]
-        return self._frame(
-            f"Merge requests · {project.path}",
-            tabs,
-            listing(rows) if rows else text("There are no merge requests to show."),
+        return self.frame(
+            f"{noun.capitalize()} · {project.path}",
+            tablist,
+            *above,
+            listing(rows, empty=f"There are no {noun} to show."),
         )
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "filter":
             return Outcome(self.url("/", q=" ".join(values.get("q", "").split())))
-        project = next((p for p in self.gitlab.projects if args and p.path == args[0]), None)
+        project = next((p for p in self.state.gitlab.projects if args and p.path == args[0]), None)
         if project is None:
             raise NotFound(op)
         base = f"/{project.path}"
@@ -384,7 +385,7 @@ class GitLabSite(Site):
             self.state.new_issues.setdefault(project.path, []).append(issue)
             return Outcome(self.url(f"{base}/-/issues/{iid}"))
         if op == "invite":
-            user = self.gitlab.user(values.get("member", ""))
+            user = self.state.gitlab.user(values.get("member", ""))
             role = values.get("role", ROLES[0])
             if user is None or role not in ROLES:
                 return Outcome(self.url(f"{base}/-/project_members"), "User not found.")

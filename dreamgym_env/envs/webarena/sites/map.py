@@ -144,41 +144,35 @@ def load_map(seed: int) -> MapData:
     return MapData(seed, places)
 
 
-class MapSite(Site):
+class MapSite(Site[MapData]):
+    """The map; its state is its data, which nothing changes."""
+
     host = "map.local"
     title = "OpenStreetMap"
+    title_template = "{} | OpenStreetMap"
 
-    def __init__(self, data: MapData) -> None:
-        self.data = data
-
-    def _frame(self, title: str, *body: Node) -> Page:
-        nav = group(
+    def navigation(self) -> Node:
+        return group(
             "navigation",
             link("OpenStreetMap", self.url()),
             textbox("Search", "q", submit="search"),
             link("Find directions between two points", self.url("/directions")),
         )
-        return Page(f"{title} | OpenStreetMap" if title else "OpenStreetMap", [nav, group("main", *body)])
 
     def page(self, request: Request) -> Page:
         if request.path == "/":
-            return self._frame("", heading("Welcome to OpenStreetMap!"))
+            return self.frame("", heading("Welcome to OpenStreetMap!"))
         if request.path == "/search":
             words = request.get("q").lower().split()
             found = [
-                p for p in self.data.places if words and all(w in f"{p.name} {p.kind}".lower() for w in words)
+                p
+                for p in self.state.places
+                if words and all(w in f"{p.name} {p.kind}".lower() for w in words)
             ]
             rows = [[link(p.name, self.url(f"/place/{p.id}")), text(p.address)] for p in found]
-            return self._frame(
-                "Search", heading("Search Results"), listing(rows) if rows else text("No results found")
-            )
-        if (
-            request.path.startswith("/place/")
-            and request.path[7:].isdigit()
-            and int(request.path[7:]) < len(self.data.places)
-        ):
-            p = self.data.places[int(request.path[7:])]
-            return self._frame(
+            return self.frame("Search", heading("Search Results"), listing(rows, empty="No results found"))
+        if (p := request.item("/place/", self.state.places)) is not None:
+            return self.frame(
                 p.name,
                 heading(p.name),
                 text(p.kind.capitalize()),
@@ -210,7 +204,7 @@ class MapSite(Site):
             ),
             button("Go", "directions", mode),
         ]
-        a, b = self.data.place(start), self.data.place(end)
+        a, b = self.state.place(start), self.state.place(end)
         if start and end and a is not None and b is not None:
             route = Route(a, b, mode)
             body += [
@@ -219,7 +213,7 @@ class MapSite(Site):
             ]
         elif start and end:
             body.append(text("Sorry, no route could be found between these points."))
-        return self._frame("Directions", *body)
+        return self.frame("Directions", *body)
 
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "search":

@@ -110,6 +110,10 @@ class Post:
     score: int
     comments: tuple[Comment, ...]
 
+    @property
+    def path(self) -> str:
+        return f"/f/{self.forum}/{self.id}"
+
 
 @dataclass(frozen=True)
 class Forum:
@@ -162,6 +166,9 @@ class RedditState:
     def score(self, post: Post) -> int:
         return post.score + self.votes.get(post.id, 0)
 
+    def subscribers(self, forum: Forum) -> int:
+        return forum.subscribers + (forum.name in self.subscribed) - (forum.name in self.reddit.subscribed)
+
 
 @cache
 def load_reddit(seed: int) -> Reddit:
@@ -184,27 +191,23 @@ def load_reddit(seed: int) -> Reddit:
     return Reddit(seed, forums, tuple(posts), frozenset(rng.sample(FORUMS, 3)))
 
 
-class RedditSite(Site):
+class RedditSite(Site[RedditState]):
     host = "reddit.local"
     title = "Postmill"
+    title_template = "{}"
 
-    def __init__(self, state: RedditState) -> None:
-        self.state = state
-        self.reddit = state.reddit
-
-    def _frame(self, title: str, *body: Node) -> Page:
-        nav = group(
+    def navigation(self) -> Node:
+        return group(
             "navigation",
             link("Postmill", self.url()),
             link("Forums", self.url("/forums")),
             textbox("Search query", "q", submit="search"),
             text(ME),
         )
-        return Page(title, [nav, group("main", *body)])
 
     def _post_item(self, post: Post) -> list[Node]:
         return [
-            link(post.title, self.url(f"/f/{post.forum}/{post.id}")),
+            link(post.title, self.url(post.path)),
             text(f"Submitted by {post.author} in /f/{post.forum}"),
             text(f"{self.state.score(post)} points"),
             text(f"{len(self.state.comments_of(post))} comments"),
@@ -214,28 +217,28 @@ class RedditSite(Site):
         parts = request.path.strip("/").split("/") if request.path != "/" else []
         if not parts:
             newest = sorted(self.state.all_posts(), key=lambda p: -p.id)[:15]
-            return self._frame(
+            return self.frame(
                 "Postmill", heading("Front page"), listing([self._post_item(p) for p in newest])
             )
         if parts == ["forums"]:
             rows = [
                 [link(f.name, self.url(f"/f/{f.name}")), text(f"{f.subscribers} subscribers")]
-                for f in sorted(self.reddit.forums, key=lambda f: f.name.lower())
+                for f in sorted(self.state.reddit.forums, key=lambda f: f.name.lower())
             ]
-            return self._frame("List of forums", heading("Forums"), listing(rows))
+            return self.frame("List of forums", heading("Forums"), listing(rows))
         if parts == ["search"]:
             words = request.get("q").lower().split()
             found = [p for p in self.state.all_posts() if words and all(w in p.title.lower() for w in words)]
-            return self._frame(
+            return self.frame(
                 f"Search results for '{request.get('q')}'",
                 heading("Search results"),
-                listing([self._post_item(p) for p in found]) if found else text("No results."),
+                listing([self._post_item(p) for p in found], empty="No results."),
             )
-        forum = self.reddit.forum(parts[1]) if len(parts) >= 2 and parts[0] in ("f", "submit") else None
+        forum = self.state.reddit.forum(parts[1]) if len(parts) >= 2 and parts[0] in ("f", "submit") else None
         if forum is None or len(parts) > 3:
             raise NotFound(request.path)
         if parts[0] == "submit" and len(parts) == 2:
-            return self._frame(
+            return self.frame(
                 f"Create submission in /f/{forum.name}",
                 heading("Create submission"),
                 text(f"Forum: /f/{forum.name}"),
@@ -253,18 +256,13 @@ class RedditSite(Site):
 
     def _forum(self, forum: Forum) -> Page:
         subscribed = forum.name in self.state.subscribed
-        count = (
-            forum.subscribers
-            + (subscribed and forum.name not in self.reddit.subscribed)
-            - (not subscribed and forum.name in self.reddit.subscribed)
-        )
         posts = [p for p in self.state.all_posts() if p.forum == forum.name]
-        return self._frame(
+        return self.frame(
             f"/f/{forum.name}",
             heading(f"/f/{forum.name}"),
             text(forum.description),
             button("Unsubscribe" if subscribed else "Subscribe", "subscribe", forum.name),
-            text(f"{count} subscribers"),
+            text(f"{self.state.subscribers(forum)} subscribers"),
             link("Submit a new post", self.url(f"/submit/{forum.name}")),
             listing([self._post_item(p) for p in sorted(posts, key=lambda p: -p.id)]),
         )
@@ -272,7 +270,7 @@ class RedditSite(Site):
     def _post(self, post: Post) -> Page:
         vote = self.state.votes.get(post.id, 0)
         comments = [[text(c.author), text(c.body)] for c in self.state.comments_of(post)]
-        return self._frame(
+        return self.frame(
             post.title,
             heading(post.title),
             text(f"Submitted by {post.author} in /f/{post.forum}"),
@@ -296,18 +294,18 @@ class RedditSite(Site):
         if post is not None and op == "vote":
             direction = int(args[1])
             self.state.votes[post.id] = 0 if self.state.votes.get(post.id, 0) == direction else direction
-            return Outcome(self.url(f"/f/{post.forum}/{post.id}"))
+            return Outcome(self.url(post.path))
         if post is not None and op == "comment":
             body = values.get("comment", "").strip()
             if not body:
-                return Outcome(self.url(f"/f/{post.forum}/{post.id}"), "This value should not be blank.")
+                return Outcome(self.url(post.path), "This value should not be blank.")
             self.state.comments.setdefault(post.id, []).append(Comment(ME, body))
-            return Outcome(self.url(f"/f/{post.forum}/{post.id}"), "Your comment was posted.")
+            return Outcome(self.url(post.path), "Your comment was posted.")
         if op == "submit_post":
             title, body = values.get("title", "").strip(), values.get("body", "").strip()
             if not title:
                 return Outcome(self.url(f"/submit/{args[0]}"), "This value should not be blank.")
-            post_id = len(self.reddit.posts) + len(self.state.posts)
+            post_id = len(self.state.reddit.posts) + len(self.state.posts)
             self.state.posts.append(Post(post_id, args[0], title, ME, body, 1, ()))
             return Outcome(self.url(f"/f/{args[0]}/{post_id}"), "Your submission was created.")
         raise NotFound(op)

@@ -15,25 +15,27 @@ from dreamgym_env.envs.webarena.sites.base import (
     Outcome,
     Page,
     Request,
-    Site,
     button,
     group,
     heading,
     link,
     listing,
-    pager,
-    paginate,
     text,
     textbox,
 )
-from dreamgym_env.envs.webarena.sites.store import ME, TODAY, Order, OrderLine, Product, StoreState, slug
+from dreamgym_env.envs.webarena.sites.store import (
+    ME,
+    TODAY,
+    Order,
+    OrderLine,
+    Product,
+    StoreSite,
+    money,
+    slug,
+)
 
 PAGE_SIZE = 12
 SEARCH_LABEL = "Search entire store here..."
-
-
-def money(value: float) -> str:
-    return f"${value:.2f}"
 
 
 def search_products(products: tuple[Product, ...], query: str) -> list[Product]:
@@ -50,116 +52,87 @@ def search_products(products: tuple[Product, ...], query: str) -> list[Product]:
     return [product for _, _, product in sorted(scored, key=lambda item: item[:2])]
 
 
-class ShoppingSite(Site):
+class ShoppingSite(StoreSite):
     """The store front; the signed-in customer is the store's customer 0."""
 
     host = "shopping.local"
     title = "One Stop Market"
+    title_template = "{} | One Stop Market"
 
-    def __init__(self, state: StoreState) -> None:
-        self.state = state
-        self.store = state.store
-
-    def _frame(self, title: str, *body: Node) -> Page:
-        items = sum(self.state.cart.values())
-        banner = group(
+    def navigation(self) -> Node:
+        return group(
             "banner",
             link("One Stop Market", self.url()),
             link("My Orders", self.url("/orders")),
-            link(f"My Cart ({items})", self.url("/cart")),
+            link(f"My Cart ({sum(self.state.cart.values())})", self.url("/cart")),
             textbox(SEARCH_LABEL, "q", submit="search"),
-        )
-        return Page(
-            f"{title} | One Stop Market" if title else "One Stop Market", [banner, group("main", *body)]
         )
 
     def page(self, request: Request) -> Page:
-        parts = request.path.strip("/").split("/") if request.path != "/" else []
-        if not parts:
+        path = request.path
+        if path == "/":
             categories = [[link(c, self.url(f"/category/{slug(c)}"))] for c in self.store.categories]
-            return self._frame("", heading("Shop by category"), listing(categories))
-        head, rest = parts[0], parts[1:]
-        if head == "category" and len(rest) == 1:
-            category = next((c for c in self.store.categories if slug(c) == rest[0]), None)
+            return self.frame("", heading("Shop by category"), listing(categories))
+        if path.startswith("/category/"):
+            category = next((c for c in self.store.categories if path == f"/category/{slug(c)}"), None)
             if category is None:
-                raise NotFound(request.path)
-            products = [p for p in self.store.products if p.category == category]
-            return self._list(category, products, request, f"/category/{rest[0]}")
-        if head == "search" and not rest:
+                raise NotFound(path)
+            return self._list(category, [p for p in self.store.products if p.category == category], request)
+        if path == "/search":
             query = request.get("q")
-            return self._list(
-                f"Search results for: '{query}'",
-                search_products(self.store.products, query),
-                request,
-                "/search",
-                q=query,
-            )
-        if (
-            head == "product"
-            and len(rest) == 1
-            and rest[0].isdigit()
-            and int(rest[0]) < len(self.store.products)
-        ):
-            return self._product(self.store.products[int(rest[0])])
-        if head == "cart" and not rest:
+            results = search_products(self.store.products, query)
+            return self._list(f"Search results for: '{query}'", results, request, q=query)
+        if (product := request.item("/product/", self.store.products)) is not None:
+            return self._product(product)
+        if path == "/cart":
             return self._cart()
-        if head == "checkout" and not rest:
+        if path == "/checkout":
             return self._checkout()
-        if head == "orders" and not rest:
+        if path == "/orders":
             return self._orders()
-        if head == "orders" and len(rest) == 1 and rest[0].isdigit():
-            order = self.state.order(int(rest[0]))
-            if order is not None and order.customer_id == ME:
-                return self._order(order)
-        raise NotFound(request.path)
+        number = request.number("/orders/")
+        order = self.state.order(number) if number is not None else None
+        if order is not None and order.customer_id == ME:
+            return self._order(order)
+        raise NotFound(path)
 
-    def _list(self, title: str, products: list[Product], request: Request, path: str, **query: str) -> Page:
-        shown, pages = paginate(products, request.int("p"), PAGE_SIZE)
+    def _list(self, title: str, products: list[Product], request: Request, **query: str) -> Page:
+        shown, pager = self.paginate(products, request, PAGE_SIZE, **query)
         items = [
             [link(p.name, self.url(f"/product/{p.id}")), text(f"Price: {money(self.state.price(p))}")]
             for p in shown
         ]
-        body = [heading(title), text(f"{len(products)} items")]
-        body.append(listing(items) if items else text("Your search returned no results."))
-        return self._frame(
-            title, *body, *pager(self.host, path, min(max(request.int("p"), 1), pages), pages, **query)
+        return self.frame(
+            title,
+            heading(title),
+            text(f"{len(products)} items"),
+            listing(items, empty="Your search returned no results."),
+            *pager,
         )
 
     def _product(self, product: Product) -> Page:
-        reviews = self.state.reviews(product)
-        rating = round(20 * sum(r.rating for r in reviews) / len(reviews)) if reviews else 0
-        body = [
+        reviews = [
+            [text(r.title), text(f"Rating: {r.rating}/5"), text(f"Review by {r.author}"), text(r.text)]
+            for r in product.reviews
+        ]
+        return self.frame(
+            product.name,
             heading(product.name),
             text(f"Price: {money(self.state.price(product))}"),
-            text(f"Rating: {rating}%"),
-            text(f"{len(reviews)} Reviews"),
+            text(f"Rating: {product.rating_percent}%"),
+            text(f"{len(product.reviews)} Reviews"),
             text(f"SKU: {product.sku}"),
             text("In stock" if product.stock else "Out of stock"),
             link(product.category, self.url(f"/category/{slug(product.category)}")),
             textbox("Qty", "qty", submit="add_to_cart", args=(str(product.id),), value="1"),
             button("Add to Cart", "add_to_cart", str(product.id)),
             heading("Customer Reviews"),
-        ]
-        body.append(
-            listing(
-                [
-                    [
-                        text(r.title),
-                        text(f"Rating: {r.rating}/5"),
-                        text(f"Review by {r.author}"),
-                        text(r.text),
-                    ]
-                    for r in reviews
-                ]
-            )
-            if reviews
-            else text("There are no reviews yet.")
+            listing(reviews, empty="There are no reviews yet."),
         )
-        return self._frame(product.name, *body)
 
     def _cart(self) -> Page:
         if not self.state.cart:
-            return self._frame(
+            return self.frame(
                 "Shopping Cart", heading("Shopping Cart"), text("You have no items in your shopping cart.")
             )
         items = []
@@ -176,7 +149,7 @@ class ShoppingSite(Site):
                     button("Remove item", "remove_from_cart", str(pid)),
                 ]
             )
-        return self._frame(
+        return self.frame(
             "Shopping Cart",
             heading("Shopping Cart"),
             listing(items),
@@ -186,12 +159,12 @@ class ShoppingSite(Site):
 
     def _checkout(self) -> Page:
         if not self.state.cart:
-            return self._frame(
+            return self.frame(
                 "Checkout", heading("Checkout"), text("You have no items in your shopping cart.")
             )
         customer = self.store.customers[ME]
         lines = [text(f"{self.store.products[pid].name} x {qty}") for pid, qty in self.state.cart.items()]
-        return self._frame(
+        return self.frame(
             "Checkout",
             heading("Checkout"),
             text(f"Ship to: {customer.name}, {customer.city}"),
@@ -211,23 +184,15 @@ class ShoppingSite(Site):
             ]
             for o in reversed(mine)
         ]
-        return self._frame("My Orders", heading("My Orders"), listing(rows))
+        return self.frame("My Orders", heading("My Orders"), listing(rows))
 
     def _order(self, order: Order) -> Page:
-        lines = [
-            [
-                link(self.store.products[line.product_id].name, self.url(f"/product/{line.product_id}")),
-                text(f"Qty: {line.qty}"),
-                text(f"Price: {money(line.price)}"),
-            ]
-            for line in order.lines
-        ]
-        return self._frame(
+        return self.frame(
             f"Order # {order.number}",
             heading(f"Order # {order.number}"),
             text(f"Status: {order.status}"),
             text(f"Order Date: {order.date}"),
-            listing(lines),
+            self.order_lines(order, product_links=True),
             text(f"Grand Total: {money(order.total)}"),
         )
 

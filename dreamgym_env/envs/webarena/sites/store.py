@@ -1,9 +1,9 @@
 """The store behind ``shopping`` and ``shopping_admin``: products, customers, orders, reviews.
 
 :class:`Store` is the seeded data, built once per seed and never changed; :class:`StoreState` is
-what an episode changes (cart, placed orders, order statuses, prices, reviews), fresh at each
-reset. Both sites of the store share one state, as WebArena's shop and its admin panel share
-one database.
+what an episode changes (cart, placed orders, order statuses, prices), fresh at each reset.
+Both sites of the store (:class:`StoreSite` s) share one state, as WebArena's shop and its
+admin panel share one database.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
-from dreamgym_env.envs.webarena.sites.base import unique_names
+from dreamgym_env.envs.webarena.sites.base import Node, Site, link, listing, text
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "Grocery & Gourmet Food": (
@@ -203,7 +203,6 @@ class StoreState:
     placed: list[Order] = field(default_factory=list)
     statuses: dict[int, str] = field(default_factory=dict)
     prices: dict[int, float] = field(default_factory=dict)
-    new_reviews: dict[int, list[Review]] = field(default_factory=dict)
 
     def orders(self) -> list[Order]:
         """All orders, newest number last, with their current status."""
@@ -223,8 +222,26 @@ class StoreState:
     def price(self, product: Product) -> float:
         return self.prices.get(product.id, product.price)
 
-    def reviews(self, product: Product) -> tuple[Review, ...]:
-        return (*product.reviews, *self.new_reviews.get(product.id, ()))
+
+def money(value: float) -> str:
+    return f"${value:.2f}"
+
+
+class StoreSite(Site[StoreState]):
+    """A site over the store's episode state (the shop and its admin panel)."""
+
+    @property
+    def store(self) -> Store:
+        return self.state.store
+
+    def order_lines(self, order: Order, product_links: bool) -> Node:
+        """An order's lines: product (a link to its page with ``product_links``), quantity and price."""
+        rows = []
+        for line in order.lines:
+            name = self.store.products[line.product_id].name
+            product = link(name, self.url(f"/product/{line.product_id}")) if product_links else text(name)
+            rows.append([product, text(f"Qty: {line.qty}"), text(f"Price: {money(line.price)}")])
+        return listing(rows)
 
 
 def bestsellers(store: Store, year: int, month: int | None = None) -> list[tuple[Product, int]]:
@@ -239,6 +256,16 @@ def bestsellers(store: Store, year: int, month: int | None = None) -> list[tuple
     return [(store.products[pid], qty) for pid, qty in ranked]
 
 
+def _unique_names(
+    rng: random.Random, first: tuple[str, ...], second: tuple[str, ...], count: int
+) -> list[str]:
+    """``count`` distinct ``first second`` combinations in a seeded order."""
+    pairs = [f"{a} {b}" for a in first for b in second]
+    if count > len(pairs):
+        raise ValueError(f"only {len(pairs)} combinations for {count} names")
+    return rng.sample(pairs, count)
+
+
 def _date(rng: random.Random) -> str:
     return f"{rng.choice(YEARS)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
 
@@ -247,8 +274,8 @@ def _date(rng: random.Random) -> str:
 def load_store(seed: int) -> Store:
     """The store of ``seed``, built once per process."""
     rng = random.Random(f"webarena-store-{seed}")
-    reviewers = unique_names(rng, list(FIRST_NAMES), list(LAST_NAMES), 40)
-    names = unique_names(rng, list(BRANDS), list(ADJECTIVES), NUM_PRODUCTS // len(CATEGORIES) * 2)
+    reviewers = _unique_names(rng, FIRST_NAMES, LAST_NAMES, 40)
+    names = _unique_names(rng, BRANDS, ADJECTIVES, NUM_PRODUCTS // len(CATEGORIES) * 2)
     products: list[Product] = []
     for i in range(NUM_PRODUCTS):
         category = list(CATEGORIES)[i % len(CATEGORIES)]
@@ -263,7 +290,7 @@ def load_store(seed: int) -> Store:
         )
         price = round(rng.uniform(3, 120), 2)
         products.append(Product(i, name, f"SKU-{1000 + i}", category, price, rng.randint(0, 200), reviews))
-    people = unique_names(rng, list(FIRST_NAMES[1:]), list(LAST_NAMES), NUM_CUSTOMERS - 1)
+    people = _unique_names(rng, FIRST_NAMES[1:], LAST_NAMES, NUM_CUSTOMERS - 1)
     customers = [
         Customer(
             i,
