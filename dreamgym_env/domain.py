@@ -180,9 +180,13 @@ class Domain(ABC):
     """The abstract state's field that says what kind of state it is (a page kind, a location):
     fidelity reports its agreement separately."""
     experience_model_dir: ClassVar[Path | None] = None
-    """The folder of the pack's trained experience model (manifest and GGUF adapter, written by
-    ``dreamgym experience build``), which the synthetic envs use by default; ``None`` or a folder
-    without a manifest: the pack ships none, and the prompted base model answers."""
+    """The folder of the pack's trained experience models: a LoRA adapter (manifest and GGUF,
+    written by ``dreamgym experience build``) and a distilled model in ``distilled/``
+    (``dreamgym experience distill``); ``None`` or a folder without a manifest: the pack ships
+    none, and the prompted base model answers."""
+    preferred_experience_model: ClassVar[Literal["adapter", "distilled"]] = "adapter"
+    """Which trained model the synthetic envs use by default (the other where only it is shipped):
+    the one the pack's held-out measurements favour (docs/results.md)."""
 
     @property
     def id_name(self) -> str:

@@ -1,11 +1,14 @@
 """Which experience model a domain's synthetic env gets: the pack's trained model by default, or one named.
 
-A built-in pack ships a trained experience model in its ``experience_model/`` folder
-(:attr:`~dreamgym_env.domain.Domain.experience_model_dir`): a LoRA adapter of the embedded
-base model, trained on the pack's reference transitions (``dreamgym experience build``). With
-no endpoint configured the synthetic envs use it; ``experience_model="local:base"`` asks for
-the prompted base model instead, and ``"oracle[:error_rate]"`` for the reference env behind
-the model interface (an analysis tool, never a default).
+A built-in pack ships trained experience models in its ``experience_model/`` folder
+(:attr:`~dreamgym_env.domain.Domain.experience_model_dir`), trained on the pack's reference
+transitions: a LoRA adapter of the embedded base model (``dreamgym experience build``) and,
+in ``distilled/``, a small model trained from scratch (``dreamgym experience distill``). With
+no endpoint configured the synthetic envs use the one the pack prefers
+(:attr:`~dreamgym_env.domain.Domain.preferred_experience_model`); ``experience_model=
+"local:adapter"`` or ``"local:distilled"`` names one, ``"local:base"`` asks for the prompted
+base model, and ``"oracle[:error_rate]"`` for the reference env behind the model interface
+(an analysis tool, never a default).
 
 Example::
 
@@ -21,7 +24,7 @@ from typing import Any
 from dreamgym_env.domain import Domain
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.trained import TrainedModel
+from dreamgym_env.experience.trained import PackModels, TrainedModel
 
 ORACLE_SPEC = "oracle"
 MODEL_KINDS = ("local", "endpoint", "oracle", "auto")
@@ -37,9 +40,14 @@ def model_kind(spec: str) -> str:
     return kind
 
 
+def pack_models(domain: Domain) -> PackModels:
+    """The trained experience models ``domain`` ships, with the one it prefers."""
+    return PackModels.find(domain.experience_model_dir, domain.preferred_experience_model)
+
+
 def pack_trained_model(domain: Domain) -> TrainedModel | None:
-    """The trained experience model ``domain`` ships, or ``None`` when it ships none."""
-    return TrainedModel.find(domain.experience_model_dir)
+    """The trained experience model ``domain``'s synthetic envs use by default, or ``None`` when it ships none."""
+    return pack_models(domain).default
 
 
 def experience_model_for(
@@ -89,7 +97,7 @@ def experience_model_for(
         except ValueError:
             raise ConfigurationError(f"oracle:<error_rate> needs a number in [0, 1], got {value!r}") from None
         return OracleExperienceModel(domain, error_rate=error_rate, seed=seed)
-    return model_from_spec(model, trained=pack_trained_model(domain), domain=domain.name, **settings)
+    return model_from_spec(model, models=pack_models(domain), domain=domain.name, **settings)
 
 
 def env_experience_model(

@@ -48,7 +48,14 @@ from dreamgym_env.experience.provision import (
     is_provisioned,
     parts_available,
 )
-from dreamgym_env.experience.trained import DISTILLED_DIR, MANIFEST_NAME, TrainedModel
+from dreamgym_env.experience.trained import (
+    ADAPTER_SPEC,
+    DISTILLED_DIR,
+    MANIFEST_NAME,
+    PackModels,
+    TrainedKind,
+    TrainedModel,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -228,48 +235,55 @@ def default_experience_model(
 
 
 def model_from_spec(
-    spec: str, *, trained: TrainedModel | None = None, domain: str | None = None, **settings: Any
+    spec: str, *, models: PackModels | None = None, domain: str | None = None, **settings: Any
 ) -> ExperienceModel:
     """The model a name gives (never cached: a measurement wants fresh answers).
 
-    ``local``: the embedded model with the pack's ``trained`` adapter (as the envs' default);
-    ``local:base``: the prompted base model; ``local:distilled``: the pack's distilled model
-    (beside its adapter, :data:`~dreamgym_env.experience.trained.DISTILLED_DIR`);
-    ``local:<preset>``, ``local:<file.gguf>``, ``local:<directory of a trained model>``;
-    ``endpoint`` or ``endpoint:<model name>``.
+    ``local``: the pack's default trained model (``models.default``, as the envs' default);
+    ``local:adapter`` and ``local:distilled``: the pack's LoRA adapter of the embedded base, or
+    its distilled model (:data:`~dreamgym_env.experience.trained.DISTILLED_DIR`);
+    ``local:base``: the prompted base model; ``local:<preset>``, ``local:<file.gguf>``,
+    ``local:<directory of a trained model>``; ``endpoint`` or ``endpoint:<model name>``.
     """
     kind, _, value = spec.partition(":")
     kind, value = kind.strip().lower(), value.strip()
+    models = models or PackModels()
     if kind == "endpoint":
         named: dict[str, Any] = {"model": value} if value else {}
         return default_experience_model(backend="endpoint", cache=False, **named, **settings)
     if kind != "local":
         raise ConfigurationError(
-            f"an experience model name is local[:base|distilled|<preset>|<file.gguf>|<trained directory>] or "
-            f"endpoint[:<model>], got {spec!r}"
+            "an experience model name is local[:adapter|distilled|base|<preset>|<file.gguf>|<trained directory>] "
+            f"or endpoint[:<model>], got {spec!r}"
         )
     if not value:
         return default_experience_model(
-            backend="local", cache=False, trained=trained, domain=domain, **settings
+            backend="local", cache=False, trained=models.default, domain=domain, **settings
         )
     if value.lower() == BASE_SPEC:
         return default_experience_model(backend="local", cache=False, **settings)
     if value.lower() in PRESETS:
         return default_experience_model(backend="local", cache=False, preset=value.lower(), **settings)
-    if value.lower() == DISTILLED_DIR:
-        distilled = TrainedModel.find(trained.directory / DISTILLED_DIR) if trained is not None else None
-        if distilled is None:
+    if value.lower() in (ADAPTER_SPEC, DISTILLED_DIR):
+        trained_kind: TrainedKind = "adapter" if value.lower() == ADAPTER_SPEC else "distilled"
+        trained = models.get(trained_kind)
+        if trained is None:
+            command = "build --domain D" if trained_kind == "adapter" else "distill"
             raise ConfigurationError(
-                f"the {domain or 'given'} pack ships no distilled experience model; train one with "
-                "`dreamgym experience distill` and name its directory: local:<directory>"
+                f"the {domain or 'given'} pack ships no {trained_kind} experience model; train one with "
+                f"`dreamgym experience {command}` and name its directory: local:<directory>"
             )
-        return default_experience_model(
-            backend="local", cache=False, **{**distilled.local_settings(), **settings}
-        )
+        return _serving(trained, settings)
     if (Path(value).expanduser() / MANIFEST_NAME).is_file():
-        own = TrainedModel.load(Path(value).expanduser())
-        return default_experience_model(backend="local", cache=False, **{**own.local_settings(), **settings})
+        return _serving(TrainedModel.load(Path(value).expanduser()), settings)
     return default_experience_model(backend="local", cache=False, model_path=value, **settings)
+
+
+def _serving(trained: TrainedModel, settings: Mapping[str, Any]) -> ExperienceModel:
+    """The embedded model serving a trained model named explicitly (no variable overrides the name)."""
+    model = default_experience_model(backend="local", cache=False, **{**trained.local_settings(), **settings})
+    model.trained_model = trained  # type: ignore[attr-defined]  # the local backend's, for staleness checks
+    return model
 
 
 def served_trained_model(model: ExperienceModel) -> TrainedModel | None:

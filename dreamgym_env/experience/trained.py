@@ -21,7 +21,7 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from dreamgym_env.errors import DataError, StaleModelWarning
 from dreamgym_env.experience.prompt import prompt_fingerprint
@@ -41,6 +41,9 @@ DISTILLED_DIR: Final = "distilled"
 """Where a pack keeps its distilled model, inside its ``experience_model/`` folder (``local:distilled``)."""
 DISTILLED_BASE: Final = "distilled"
 """The ``base`` of a distilled model's manifest: it was trained from scratch, not adapted."""
+ADAPTER_SPEC: Final = "adapter"
+"""``local:adapter``: the pack's LoRA adapter of the embedded base model."""
+TrainedKind = Literal["adapter", "distilled"]
 
 
 class PromptedPack(Protocol):
@@ -236,3 +239,36 @@ class TrainedModel:
             else f"trained adapter on {self.base}"
         )
         return f"the {self.domain} pack's {what} ({self.stats.get('steps', '?')} steps{numbers})"
+
+
+@dataclass(frozen=True)
+class PackModels:
+    """The trained experience models one domain pack ships, and the one its synthetic envs use by default.
+
+    ``adapter``: the LoRA adapter of the embedded base (the pack's ``experience_model/`` folder);
+    ``distilled``: the small model trained from scratch (its ``distilled/`` subfolder).
+    ``preferred`` names the default; where the pack ships only the other, that one is the default.
+    """
+
+    adapter: TrainedModel | None = None
+    distilled: TrainedModel | None = None
+    preferred: TrainedKind = "adapter"
+
+    @classmethod
+    def find(cls, directory: str | Path | None, preferred: TrainedKind = "adapter") -> PackModels:
+        """The models in a pack's ``experience_model/`` folder (``None``: it ships none)."""
+        if directory is None:
+            return cls(preferred=preferred)
+        return cls(
+            TrainedModel.find(directory), TrainedModel.find(Path(directory) / DISTILLED_DIR), preferred
+        )
+
+    def get(self, kind: TrainedKind) -> TrainedModel | None:
+        """The pack's model of ``kind``, or ``None`` when it ships none."""
+        return self.adapter if kind == "adapter" else self.distilled
+
+    @property
+    def default(self) -> TrainedModel | None:
+        """The preferred model, else the other one, else ``None`` (the prompted base answers)."""
+        other: TrainedKind = "distilled" if self.preferred == "adapter" else "adapter"
+        return self.get(self.preferred) or self.get(other)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from dreamgym_env.envs.models import pack_trained_model
+from dreamgym_env.envs.models import pack_models, pack_trained_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.experience.trained import file_sha256
 
@@ -27,7 +27,7 @@ def test_exactly_the_listed_packs_ship_a_trained_model():
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_model_is_current_with_its_packs_prompt_and_its_adapter_file(name):
     pack = get_domain(name)
-    trained = pack_trained_model(pack)
+    trained = pack_models(pack).adapter
     assert trained is not None and trained.domain == name
     assert trained.staleness(pack) is None, f"rebuild it: dreamgym experience build --domain {name}"
     assert trained.state_mode == "structured"  # the synthetic ids' default mode
@@ -39,7 +39,7 @@ def test_a_shipped_model_is_current_with_its_packs_prompt_and_its_adapter_file(n
 
 @pytest.mark.parametrize("name", SHIPPED)
 def test_a_shipped_model_records_its_data_and_its_held_out_measurements(name):
-    trained = pack_trained_model(get_domain(name))
+    trained = pack_models(get_domain(name)).adapter
     assert trained is not None
     train_mix = trained.data["examples"]["train"]
     assert set(train_mix) == {"expert", "noisy", "random"} and min(train_mix.values()) > 0
@@ -57,11 +57,7 @@ MAX_DISTILLED_MB = 10
 
 
 def _distilled(name: str):
-    from dreamgym_env.experience.trained import DISTILLED_DIR, TrainedModel
-
-    trained = pack_trained_model(get_domain(name))
-    assert trained is not None
-    return TrainedModel.find(trained.directory / DISTILLED_DIR)
+    return pack_models(get_domain(name)).distilled
 
 
 @pytest.mark.parametrize("name", DISTILLED)
@@ -93,12 +89,45 @@ def test_local_distilled_names_the_packs_distilled_model(name, monkeypatch):
     assert model.settings.n_parallel == 16
 
 
+PREFERS_DISTILLED = ("webshop",)
+"""The packs whose synthetic envs use their distilled model by default (docs/results.md says why)."""
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
+def test_the_default_model_is_the_one_the_pack_prefers_and_both_stay_nameable(name, monkeypatch):
+    from dreamgym_env.envs.models import experience_model_for
+    from dreamgym_env.experience import local
+
+    monkeypatch.setattr(local, "xllamacpp_installed", lambda: True)  # built, never loaded
+    pack, models = get_domain(name), pack_models(get_domain(name))
+    kind = "distilled" if name in PREFERS_DISTILLED else "adapter"
+    assert pack.preferred_experience_model == kind and models.default is models.get(kind)
+    default = experience_model_for(pack)
+    assert isinstance(default, local.LocalExperienceModel) and default.trained_model is not None
+    assert models.default is not None and default.trained_model.directory == models.default.directory
+    adapter = experience_model_for(pack, "local:adapter")
+    assert isinstance(adapter, local.LocalExperienceModel) and adapter.trained_model is not None
+    assert models.adapter is not None and adapter.trained_model.directory == models.adapter.directory
+    assert adapter.settings.lora_adapter == str(models.adapter.adapter_gguf)
+
+
+def test_a_pack_shipping_only_its_less_preferred_model_gets_that_one(tmp_path):
+    from dreamgym_env.experience.trained import PackModels
+
+    adapter = pack_models(get_domain("alfworld")).adapter
+    assert PackModels(adapter=adapter, distilled=None, preferred="distilled").default is adapter
+    assert PackModels(preferred="distilled").default is None
+    assert PackModels.find(tmp_path).default is None and PackModels.find(None).adapter is None
+
+
 def test_local_distilled_without_one_is_a_clear_error(tmp_path):
     from dreamgym_env.errors import ConfigurationError
     from dreamgym_env.experience.selection import model_from_spec
 
     with pytest.raises(ConfigurationError, match="ships no distilled experience model"):
         model_from_spec("local:distilled", domain="mine")
+    with pytest.raises(ConfigurationError, match="ships no adapter experience model"):
+        model_from_spec("local:adapter", domain="mine")
 
 
 def test_sim2real_gives_a_distilled_model_the_state_mode_it_learned():
