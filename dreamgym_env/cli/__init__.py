@@ -22,10 +22,11 @@ from dreamgym_env.cli.buffer import buffer_app
 from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.experience import experience_app
 from dreamgym_env.cli.fidelity import fidelity_command
+from dreamgym_env.cli.options import DomainOption, domain_or_default, print_plain
 from dreamgym_env.cli.serve import serve_command
 from dreamgym_env.cli.sim2real import sim2real_command
 from dreamgym_env.cli.tasks import tasks_app
-from dreamgym_env.envs.registry import default_domain, get_domain, reference_id, synthetic_id
+from dreamgym_env.envs.registry import reference_id, synthetic_id
 
 if TYPE_CHECKING:
     from dreamgym_env.envs.synthetic import StateMode
@@ -63,9 +64,7 @@ def demo(
         ),
     ] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Synthetic episodes to play.")] = 2,
-    domain: Annotated[
-        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
-    ] = None,
+    domain: DomainOption = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode at most.")] = 5,
     seed: Annotated[int, typer.Option(help="Seed of the tasks.")] = 0,
     replay: Annotated[
@@ -84,7 +83,7 @@ def demo(
     """Synthetic episodes beside the reference env, step by step, then a fidelity summary."""
     from dreamgym_env.demo import run_demo
 
-    pack = get_domain(domain) if domain else default_domain()  # a typo fails here, before any loading
+    pack = domain_or_default(domain)  # a typo fails here, before any loading
     run_demo(
         model=model,
         episodes=episodes,
@@ -100,9 +99,7 @@ def demo(
 
 @app.command()
 def episode(
-    domain: Annotated[
-        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
-    ] = None,
+    domain: DomainOption = None,
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
     reference: Annotated[
         bool, typer.Option(help="Run the reference env instead of the synthetic one.")
@@ -120,7 +117,7 @@ def episode(
     On the synthetic env, an episode that cannot usefully go on (the page offers no action, or
     the scripted policy repeats an action the env just rejected) stops early, saying why.
     """
-    pack = get_domain(domain) if domain else default_domain()
+    pack = domain_or_default(domain)
     act = make_policy(policy, pack, seed=seed)  # names are checked before the env (and model) load
     env_id = reference_id(pack) if reference else synthetic_id(pack)
     with console.status(f"making {env_id} (a synthetic env chooses and loads its experience model) ..."):
@@ -155,9 +152,7 @@ def episode(
 @app.command()
 def collect(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one trajectory a line).")],
-    domain: Annotated[
-        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
-    ] = None,
+    domain: DomainOption = None,
     policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of tasks and policy.")] = 0,
@@ -168,7 +163,7 @@ def collect(
     from dreamgym_env.agents.rollouts import collect as collect_trajectories
 
     summary = collect_trajectories(
-        get_domain(domain) if domain else default_domain(),
+        domain_or_default(domain),
         policy,
         episodes,
         out,
@@ -176,7 +171,7 @@ def collect(
         split=split,
         epsilon=epsilon,
     )
-    console.print(summary.format(), markup=False, highlight=False, soft_wrap=True)
+    print_plain(console, summary.format())
 
 
 def main() -> None:

@@ -8,15 +8,22 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
 
 from dreamgym_env.cli.errors import DreamGymTyper
-from dreamgym_env.envs.registry import default_domain, get_domain
+from dreamgym_env.cli.options import (
+    DomainOption,
+    EndWeightOption,
+    MaxMinutesOption,
+    TrainExamplesOption,
+    domain_or_default,
+    print_plain,
+)
+from dreamgym_env.envs.registry import get_domain
 
 experience_app = DreamGymTyper(
     help="Train an experience model: distillation data, LoRA fine-tuning, fidelity on held-out tasks.",
@@ -25,15 +32,20 @@ experience_app = DreamGymTyper(
 console = Console()
 
 
+def _training_summary(stats: dict[str, Any]) -> str:
+    """A training run's manifest ``stats`` in a sentence: steps, data, tokens, time, loss."""
+    return (
+        f"{stats['steps']} steps on {stats['examples']} examples ({stats['epochs']} epochs), "
+        f"{stats['tokens']} tokens in {stats['seconds']:.0f} s ({stats['tokens_per_s']} tokens/s, "
+        f"{stats['device']}); loss {stats['first_loss']} -> {stats['final_loss']}"
+    )
+
+
 @experience_app.command("dataset")
 def dataset_command(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one SFT example a line).")],
-    domain: Annotated[
-        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
-    ] = None,
-    n: Annotated[
-        int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
-    ] = 600,
+    domain: DomainOption = None,
+    n: TrainExamplesOption = 600,
     test_n: Annotated[
         int | None, typer.Option(min=0, help="Test examples, from the test tasks (default: n / 5).")
     ] = None,
@@ -49,24 +61,19 @@ def dataset_command(
     """Write SFT examples: the exact requests the backends send, with the reference env's answers."""
     from dreamgym_env.training.dataset import build_dataset
 
-    pack = get_domain(domain) if domain else default_domain()
+    pack = domain_or_default(domain)
     teacher = None
     if teacher_url is not None:
         from dreamgym_env.curriculum.chat import EndpointChat
-        from dreamgym_env.experience.config import EndpointConfig
+        from dreamgym_env.experience.config import UNSET, EndpointConfig
 
-        config = (
-            EndpointConfig.resolve(base_url=teacher_url, model=teacher_model)
-            if teacher_model
-            else EndpointConfig.resolve(base_url=teacher_url)
-        )
-        teacher = EndpointChat(config)
+        teacher = EndpointChat(EndpointConfig.resolve(base_url=teacher_url, model=teacher_model or UNSET))
     try:
         summary = build_dataset(pack, n, out, test_n=test_n, seed=seed, teacher=teacher)
     finally:
         if teacher is not None:
             teacher.close()
-    console.print(summary.format(), markup=False, highlight=False, soft_wrap=True)
+    print_plain(console, summary.format())
 
 
 @experience_app.command("train")
@@ -79,9 +86,7 @@ def train_command(
         str, typer.Option(help="Base model: a preset (qwen-0.5b), a GGUF file or a Hugging Face directory.")
     ] = "qwen-0.5b",
     max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 200,
-    end_weight: Annotated[
-        int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
-    ] = 1,
+    end_weight: EndWeightOption = 1,
     lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 16,
     lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA alpha (scale alpha / r).")] = 32,
     learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 2e-4,
@@ -95,9 +100,7 @@ def train_command(
     threads: Annotated[
         int | None, typer.Option(min=1, help="CPU threads (default: torch's; fewer on a busy machine).")
     ] = None,
-    max_minutes: Annotated[
-        float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
-    ] = None,
+    max_minutes: MaxMinutesOption = None,
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
 ) -> None:
     """Fine-tune a LoRA adapter with TRL's SFTTrainer, loss on the answer only (CPU, or a GPU when present)."""
@@ -118,15 +121,10 @@ def train_command(
         max_minutes=max_minutes,
     )
     trained = train_experience_model(data, base, out, config, resume=resume)
-    stats = trained.stats
-    console.print(
-        f"{out}: {stats['steps']} steps on {stats['examples']} examples ({stats['epochs']} epochs), "
-        f"{stats['tokens']} tokens in {stats['seconds']:.0f} s ({stats['tokens_per_s']} tokens/s, {stats['device']}); "
-        f"loss {stats['first_loss']} -> {stats['final_loss']}; "
+    print_plain(
+        console,
+        f"{out}: {_training_summary(trained.stats)}; "
         f"GGUF adapter: {trained.adapter_gguf or 'none (architecture not supported)'}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
     )
 
 
@@ -145,14 +143,10 @@ def distill_command(
     max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 600,
     batch_size: Annotated[int, typer.Option(min=1, help="Examples per step.")] = 16,
     learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 3e-3,
-    end_weight: Annotated[
-        int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
-    ] = 4,
+    end_weight: EndWeightOption = 4,
     seed: Annotated[int, typer.Option(help="Seed of the data order and the initialisation.")] = 0,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: torch's).")] = None,
-    max_minutes: Annotated[
-        float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
-    ] = None,
+    max_minutes: MaxMinutesOption = None,
     resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
 ) -> None:
     """Train a small experience model from scratch on a pack's transitions (fast on a CPU; served alone)."""
@@ -171,15 +165,10 @@ def distill_command(
     trained = distill_experience_model(
         data, out, size=size, vocab_size=vocab_size, config=config, resume=resume
     )
-    stats = trained.stats
-    console.print(
-        f"{out}: a {trained.config['parameters'] / 1e6:.1f}M-parameter model, {stats['steps']} steps on "
-        f"{stats['examples']} examples ({stats['epochs']} epochs), {stats['tokens']} tokens in "
-        f"{stats['seconds']:.0f} s ({stats['tokens_per_s']} tokens/s, {stats['device']}); "
-        f"loss {stats['first_loss']} -> {stats['final_loss']}; GGUF: {trained.model_gguf}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
+    print_plain(
+        console,
+        f"{out}: a {trained.config['parameters'] / 1e6:.1f}M-parameter model, "
+        f"{_training_summary(trained.stats)}; GGUF: {trained.model_gguf}",
     )
 
 
@@ -206,43 +195,33 @@ def eval_command(
     ] = None,
 ) -> None:
     """The fidelity report on held-out transitions (per field, reward, episode end, seconds a transition)."""
-    from dreamgym_env.training.evaluate import (
-        Backend,
-        EvalResult,
-        compare_models,
-        evaluate_model,
-        write_result,
-    )
+    from dreamgym_env.training.evaluate import Backend, EvalResult, compare_models, write_result
 
-    if baseline is None:
-        result = evaluate_model(model, n=n, domain=domain, seed=seed, backend=cast(Backend, backend))
-        console.print(result.format(), markup=False, highlight=False, soft_wrap=True)
-        if out is not None:
-            write_result(result, out)
-        return
-
-    def report(results: list[EvalResult]) -> None:
-        done = results[0].report.n
-        console.print(
-            f"{done} of {n}: "
+    def report(results: list[EvalResult]) -> None:  # with a baseline: the numbers after every batch
+        print_plain(
+            console,
+            f"{results[0].report.n} of {n}: "
             + "; ".join(
                 f"{r.model}: reward {r.report.reward_agreement:.2f}, done {r.report.done_agreement:.2f}, "
                 f"valid {r.report.valid:.2f}"
                 for r in results
             ),
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
         if out is not None:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(json.dumps([r.to_dict() for r in results], indent=2) + "\n", encoding="utf-8")
+            write_result(results, out)
 
     results = compare_models(
-        [baseline, model], n=n, domain=domain, seed=seed, backend=cast(Backend, backend), on_batch=report
+        [model] if baseline is None else [baseline, model],
+        n=n,
+        domain=domain,
+        seed=seed,
+        backend=cast(Backend, backend),
+        on_batch=None if baseline is None else report,
     )
     for result in results:
-        console.print(result.format(), markup=False, highlight=False, soft_wrap=True)
+        print_plain(console, result.format())
+    if baseline is None and out is not None:
+        write_result(results[0], out)
 
 
 @experience_app.command("build")
@@ -260,13 +239,9 @@ def build_command(
             help="Where the adapter, manifest and report go (default: the pack's experience_model/)."
         ),
     ] = None,
-    n: Annotated[
-        int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
-    ] = 600,
+    n: TrainExamplesOption = 600,
     steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of one example.")] = 100,
-    end_weight: Annotated[
-        int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
-    ] = 4,
+    end_weight: EndWeightOption = 4,
     lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 8,
     eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
     rollouts: Annotated[
@@ -300,9 +275,4 @@ def build_command(
     shipped = build_pack_model(
         pack, work or Path("runs") / "experience" / pack.name, config, install=install, stages=chosen
     )
-    console.print(
-        f"{pack.name}: {shipped.describe()}; {shipped.directory}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
+    print_plain(console, f"{pack.name}: {shipped.describe()}; {shipped.directory}")

@@ -17,22 +17,13 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from dreamgym_env.envs.registry import default_domain, get_domain
+from dreamgym_env.cli.options import DomainOption, domain_or_default
 from dreamgym_env.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from dreamgym_env.bench.fidelity import StateMode
     from dreamgym_env.bench.fidelity_runs import FidelityResults, Grounding
-    from dreamgym_env.domain import Domain
     from dreamgym_env.experience.base import ExperienceModel
-
-
-def build_model(spec: str, domain: Domain, *, seed: int = 0) -> ExperienceModel:
-    """The model of ``--model``: ``oracle[:error_rate]``, ``endpoint[:model name]``, ``local`` (the pack's trained adapter), ``local:base`` or ``local:<preset, .gguf or trained dir>``."""
-    from dreamgym_env.envs.models import experience_model_for, model_kind
-
-    model_kind(spec)
-    return experience_model_for(domain, spec, seed=seed)
 
 
 def model_label(model: ExperienceModel) -> str:
@@ -73,9 +64,7 @@ def write_reports(results: FidelityResults, out: Path) -> list[Path]:
 
 
 def fidelity_command(
-    domain: Annotated[
-        str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
-    ] = None,
+    domain: DomainOption = None,
     model: Annotated[
         str,
         typer.Option(
@@ -118,11 +107,15 @@ def fidelity_command(
     from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
     from dreamgym_env.bench.fidelity_runs import GROUNDINGS, MODES, FidelityResults, run_fidelity
     from dreamgym_env.bench.sampling import sample_transitions
+    from dreamgym_env.envs.models import experience_model_for, model_kind
 
-    pack = get_domain(domain) if domain else default_domain()
+    pack = domain_or_default(domain)
     chosen_modes = cast("list[StateMode]", _choices(modes, MODES, "--modes"))
     groundings = cast("list[Grounding]", _choices(grounding, GROUNDINGS, "--grounding"))
-    experience_model = build_model(model, pack, seed=seed)
+    model_kind(
+        model
+    )  # oracle[:error_rate], endpoint[:model name], local[:base, preset, .gguf or trained dir]
+    experience_model = experience_model_for(pack, model, seed=seed)
     try:
         if history_len is None:
             whole = not getattr(experience_model, "restorable", True)

@@ -51,14 +51,13 @@ def serve_command(
         raise ConfigurationError(
             f"dreamgym serve needs OpenEnv ({exc}): pip install 'dreamgym-env[openenv]'"
         ) from None
-    synthetic = env in {synthetic_id(domain) for domain in registered_domains().values()}
-    if not synthetic and (model or base_url):
+    pack = next((d for d in registered_domains().values() if synthetic_id(d) == env), None)
+    if pack is None and (model or base_url):
         raise ConfigurationError(f"{env} is not a synthetic env: it takes no --model or --base-url")
     experience_model = None
-    if synthetic:
+    if pack is not None:  # a synthetic id
         from dreamgym_env.envs.models import experience_model_for
 
-        pack = next(d for d in registered_domains().values() if synthetic_id(d) == env)
         settings: dict[str, Any] = {"model": model, "base_url": base_url}
         # the pack's trained model unless an endpoint is named or configured, as gym.make chooses
         experience_model = experience_model_for(

@@ -75,6 +75,7 @@ def sim2real_command(
 
     from dreamgym_env.envs.synthetic import RewardSource
     from dreamgym_env.rl.sim2real import (
+        TABLE_COLUMNS,
         RewardKind,
         Sim2RealConfig,
         parse_error_rates,
@@ -108,12 +109,9 @@ def sim2real_command(
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(code=2) from exc
     table = Table(title=f"Sim-to-real on {config.domain} ({report.seconds / 60:.1f} min)")
-    for column in ("Method", "Experience model", "Real steps", "Synthetic steps", "Success (%)"):
+    for column in TABLE_COLUMNS:
         table.add_column(column, justify="right" if "steps" in column or "%" in column else "left")
     for run in report.runs:
-        label = run.model if run.error_rate is None else f"{run.model} (error {run.error_rate:g})"
-        table.add_row(
-            run.method, label, f"{run.real_steps:,}", f"{run.synthetic_steps:,}", f"{100 * run.success:.1f}"
-        )
+        table.add_row(*run.cells())
     console.print(table)
     console.print(f"table: {report.table_path}\nresults: {report.json_path}\nplot: {report.plot_path}")

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dreamgym_env.cli.errors import DreamGymTyper
+from dreamgym_env.cli.options import domain_or_default
 from dreamgym_env.curriculum.chat import ChatModel, EndpointChat
 from dreamgym_env.curriculum.curriculum import DEFAULT_NUM_SEEDS, Curriculum
 from dreamgym_env.curriculum.generator import (
@@ -21,7 +22,7 @@ from dreamgym_env.curriculum.generator import (
 )
 from dreamgym_env.curriculum.stats import TaskStats
 from dreamgym_env.domain import Domain
-from dreamgym_env.envs.registry import default_domain, get_domain
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.config import UNSET, EndpointConfig
 from dreamgym_env.types import Task
@@ -151,7 +152,7 @@ def generate_command(
     chat = EndpointChat(config, temperature=temperature)
     try:
         report = generate_tasks(
-            get_domain(domain) if domain else default_domain(),
+            domain_or_default(domain),
             n,
             out,
             chat=chat,

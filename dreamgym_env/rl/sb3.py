@@ -110,9 +110,9 @@ class CandidateHeads(nn.Module):
         return self.value_net(features[:, self.max_actions :])
 
 
-def _candidate_heads(policy: ActorCriticPolicy) -> CandidateHeads:
+def _set_heads(policy: ActorCriticPolicy) -> None:
     k = int(policy.observation_space["actions"].shape[0])  # type: ignore[index]
-    return CandidateHeads(policy.features_dim, k)
+    policy.mlp_extractor = CandidateHeads(policy.features_dim, k)  # type: ignore[assignment]
 
 
 def _finish_build(policy: ActorCriticPolicy, lr_schedule: Schedule) -> None:
@@ -131,12 +131,22 @@ def _finish_build(policy: ActorCriticPolicy, lr_schedule: Schedule) -> None:
     )
 
 
-def _defaults(kwargs: dict[str, Any]) -> dict[str, Any]:
-    kwargs.setdefault("features_extractor_class", CandidateEncoder)
-    return kwargs
+class _CandidateScoring:
+    """What both candidate policies change in their actor-critic base (the class after this one)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("features_extractor_class", CandidateEncoder)
+        super().__init__(*args, **kwargs)
+
+    def _build_mlp_extractor(self) -> None:
+        _set_heads(self)  # type: ignore[arg-type]
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        super()._build(lr_schedule)  # type: ignore[misc]
+        _finish_build(self, lr_schedule)  # type: ignore[arg-type]
 
 
-class CandidatePolicy(ActorCriticPolicy):
+class CandidatePolicy(_CandidateScoring, ActorCriticPolicy):
     """PPO/A2C policy over ``EmbedObservation(ChoiceActions(env))`` that scores each candidate.
 
     The logits are the :class:`CandidateEncoder` scores (no extra action layer); the critic is
@@ -147,32 +157,12 @@ class CandidatePolicy(ActorCriticPolicy):
         >>> model = PPO(CandidatePolicy, wrap_for_sb3(env))  # doctest: +SKIP
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **_defaults(kwargs))
-
-    def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = _candidate_heads(self)  # type: ignore[assignment]
-
-    def _build(self, lr_schedule: Schedule) -> None:
-        super()._build(lr_schedule)
-        _finish_build(self, lr_schedule)
-
 
 if importlib.util.find_spec("sb3_contrib") is not None:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
-    class MaskableCandidatePolicy(MaskableActorCriticPolicy):
+    class MaskableCandidatePolicy(_CandidateScoring, MaskableActorCriticPolicy):
         """:class:`CandidatePolicy` for sb3-contrib's MaskablePPO (padding slots masked out)."""
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **_defaults(kwargs))
-
-        def _build_mlp_extractor(self) -> None:
-            self.mlp_extractor = _candidate_heads(self)  # type: ignore[arg-type,assignment]
-
-        def _build(self, lr_schedule: Schedule) -> None:
-            super()._build(lr_schedule)
-            _finish_build(self, lr_schedule)  # type: ignore[arg-type]
 
 
 def is_maskable(model: Any) -> bool:

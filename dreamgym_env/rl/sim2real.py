@@ -51,6 +51,7 @@ PROBE_STEPS = 10
 """Random steps taken in each of them."""
 SCORE_PROBE_EPISODES = 5
 """Expert episodes that check where the reference env pays the score (:func:`score_paid_at_end`)."""
+TABLE_COLUMNS = ("Method", "Experience model", "Real steps", "Synthetic steps", "Success (%)")
 
 
 @dataclass(frozen=True)
@@ -162,6 +163,17 @@ class RunResult:
     model_stats: dict[str, int] = field(default_factory=dict)
     """The experience model's counters (the oracle: answers, cache hits, corruptions by kind)."""
 
+    def cells(self) -> tuple[str, ...]:
+        """The run's row of the results table (:data:`TABLE_COLUMNS`)."""
+        model = self.model if self.error_rate is None else f"{self.model} (error {self.error_rate:g})"
+        return (
+            self.method,
+            model,
+            f"{self.real_steps:,}",
+            f"{self.synthetic_steps:,}",
+            f"{100 * self.success:.1f}",
+        )
+
 
 @dataclass
 class Sim2RealReport:
@@ -186,16 +198,8 @@ class Sim2RealReport:
 
     def table(self) -> str:
         """The results in the paper's form (method, real transitions, success), as Markdown."""
-        rows = [
-            "| Method | Experience model | Real steps | Synthetic steps | Success (%) |",
-            "|---|---|---|---|---|",
-        ]
-        for run in self.runs:
-            model = run.model if run.error_rate is None else f"{run.model} (error {run.error_rate:g})"
-            rows.append(
-                f"| {run.method} | {model} | {run.real_steps:,} | {run.synthetic_steps:,} | {100 * run.success:.1f} |"
-            )
-        return "\n".join(rows)
+        rows = [f"| {' | '.join(cells)} |" for cells in [TABLE_COLUMNS, *(run.cells() for run in self.runs)]]
+        return "\n".join([rows[0], "|---" * len(TABLE_COLUMNS) + "|", *rows[1:]])
 
 
 # -- envs --------------------------------------------------------------------------------------
@@ -223,16 +227,6 @@ def make_experience_model(
         return OracleExperienceModel(domain, error_rate=error_rate, seed=seed, env_kwargs={"reward": reward})
     model_kind(kind)
     return experience_model_for(get_domain(domain), kind, seed=seed)
-
-
-def _experience_model(config: Sim2RealConfig, error_rate: float) -> ExperienceModel:
-    return make_experience_model(
-        config.model,
-        config.domain,
-        error_rate=error_rate,
-        reward=config.reward or "outcome",
-        seed=config.seed,
-    )
 
 
 @dataclass(frozen=True)
@@ -322,14 +316,8 @@ def choose_max_actions(
     most = 0
     try:
         for i, task in enumerate(train[::stride][:tasks]):
-            _, info = env.reset(seed=seed + i, options={"task": task})
-            most = max(most, len(info["action_candidates"]))
-            for _ in range(steps):
-                index = int(rng.integers(max(1, len(info["action_candidates"]))))
-                _, _, terminated, truncated, info = env.step(index)
-                most = max(most, len(info["action_candidates"]))
-                if terminated or truncated:
-                    break
+            infos = _random_episode(env, task, rng, seed=seed + i, steps=steps)
+            most = max(most, *(len(info["action_candidates"]) for info in infos))
     finally:
         env.close()
     return max(DEFAULT_MAX_ACTIONS, 8 * math.ceil(most / 8)), most
@@ -396,38 +384,65 @@ def test_tasks(config: Sim2RealConfig) -> list[Task]:
 
 
 # -- one worker job ----------------------------------------------------------------------------
-def _setup_worker() -> None:
-    import torch
+class _Agent:
+    """One PPO agent of a worker job: MaskablePPO with the candidate policy on ``n_envs`` copies of an env.
 
-    torch.set_num_threads(1)
+    ``started``: when the job began (every result's ``seconds`` count from there).
+    """
 
+    def __init__(self, config: Sim2RealConfig, make_env: Callable[[], gym.Env], started: float) -> None:
+        import torch
+        from sb3_contrib import MaskablePPO
+        from stable_baselines3.common.vec_env import DummyVecEnv
 
-def _make_model(config: Sim2RealConfig, venv: Any) -> Any:
-    from sb3_contrib import MaskablePPO
+        from dreamgym_env.replay.embedders import HashedEmbedder
+        from dreamgym_env.rl.sb3 import MaskableCandidatePolicy, wrap_for_sb3
 
-    from dreamgym_env.rl.sb3 import MaskableCandidatePolicy
+        torch.set_num_threads(1)  # one core per worker
+        self.config, self.started = config, started
+        self.embedder = HashedEmbedder(config.ppo.embed_dim)
+        k = max_actions_of(config)
+        p = config.ppo
+        self.venv = DummyVecEnv([lambda: wrap_for_sb3(make_env(), self.embedder, max_actions=k)] * p.n_envs)
+        self.model = MaskablePPO(
+            MaskableCandidatePolicy,
+            self.venv,
+            n_steps=p.n_steps,
+            batch_size=p.batch_size,
+            n_epochs=p.n_epochs,
+            learning_rate=p.learning_rate,
+            gamma=p.gamma,
+            ent_coef=p.ent_coef,
+            seed=config.seed,
+            verbose=0,
+        )
 
-    p = config.ppo
-    return MaskablePPO(
-        MaskableCandidatePolicy,
-        venv,
-        n_steps=p.n_steps,
-        batch_size=p.batch_size,
-        n_epochs=p.n_epochs,
-        learning_rate=p.learning_rate,
-        gamma=p.gamma,
-        ent_coef=p.ent_coef,
-        seed=config.seed,
-        verbose=0,
-    )
+    def learn(
+        self, method: str, label: str, error_rate: float | None, monitor: Any, timesteps: int, name: str
+    ) -> RunResult:
+        """Train on for ``timesteps`` (or until ``monitor`` stops it), test, save as ``models/<name>``.
 
+        The result counts the real steps ``monitor`` saw, the agent's other steps as synthetic,
+        and its learning curve from where this call began.
+        """
+        from dreamgym_env.rl.sb3 import evaluate_policy_on_tasks, wrap_for_sb3
 
-def _evaluate(config: Sim2RealConfig, model: Any, embedder: Any) -> tuple[float, int]:
-    from dreamgym_env.rl.sb3 import evaluate_policy_on_tasks, wrap_for_sb3
-
-    env = wrap_for_sb3(_reference_env(config, "test"), embedder, max_actions=max_actions_of(config))
-    result = evaluate_policy_on_tasks(model, env, test_tasks(config), seed=config.seed)
-    return result.success, result.episodes
+        config, before = self.config, self.model.num_timesteps
+        self.model.learn(timesteps, callback=monitor, reset_num_timesteps=before == 0)
+        env = wrap_for_sb3(_reference_env(config, "test"), self.embedder, max_actions=max_actions_of(config))
+        test = evaluate_policy_on_tasks(self.model, env, test_tasks(config), seed=config.seed)
+        self.model.save(config.out_dir / "models" / name)
+        return RunResult(
+            method,
+            label,
+            error_rate,
+            monitor.real_steps,
+            self.model.num_timesteps - monitor.real_steps,
+            test.success,
+            test.episodes,
+            time.perf_counter() - self.started,
+            *_curve(monitor.log, after=before),
+        )
 
 
 def _curve(log: Any, after: int = 0) -> tuple[list[int], list[float]]:
@@ -443,97 +458,49 @@ def _curve(log: Any, after: int = 0) -> tuple[list[int], list[float]]:
 
 def train_reference(config: Sim2RealConfig) -> list[RunResult]:
     """PPO on the real env alone for ``real_steps`` real steps."""
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from dreamgym_env.rl.sb3 import TrainingMonitor
 
-    from dreamgym_env.replay.embedders import HashedEmbedder
-    from dreamgym_env.rl.sb3 import TrainingMonitor, wrap_for_sb3
-
-    _setup_worker()
-    started = time.perf_counter()
-    embedder = HashedEmbedder(config.ppo.embed_dim)
-    k = max_actions_of(config)
-    venv = DummyVecEnv(
-        [lambda: wrap_for_sb3(_reference_env(config, "train"), embedder, max_actions=k)] * config.ppo.n_envs
-    )
-    model = _make_model(config, venv)
+    agent = _Agent(config, lambda: _reference_env(config, "train"), time.perf_counter())
     monitor = TrainingMonitor(real_step_budget=config.real_steps)
-    model.learn(config.real_steps + config.ppo.n_envs * config.ppo.n_steps, callback=monitor)
-    success, episodes = _evaluate(config, model, embedder)
-    xs, ys = _curve(monitor.log)
-    model.save(config.out_dir / "models" / "reference")
-    return [
-        RunResult(
-            "PPO (real env)",
-            "-",
-            None,
-            monitor.real_steps,
-            0,
-            success,
-            episodes,
-            time.perf_counter() - started,
-            xs,
-            ys,
-        )
-    ]
+    timesteps = config.real_steps + config.ppo.n_envs * config.ppo.n_steps
+    return [agent.learn("PPO (real env)", "-", None, monitor, timesteps, "reference")]
 
 
 def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]:
     """DreamGym-PPO (synthetic steps only), then DreamGym-S2R-PPO (the same agent, then real steps)."""
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-    from dreamgym_env.replay.embedders import HashedEmbedder
-    from dreamgym_env.rl.sb3 import TrainingMonitor, wrap_for_sb3
+    from dreamgym_env.rl.sb3 import TrainingMonitor
     from dreamgym_env.wrappers.model_failures import TruncateOnModelError
     from dreamgym_env.wrappers.sim_to_real import SimToReal
 
-    _setup_worker()
     started = time.perf_counter()
-    embedder = HashedEmbedder(config.ppo.embed_dim)
-    experience_model = _experience_model(config, error_rate)
-    k = max_actions_of(config)
+    experience_model = make_experience_model(
+        config.model,
+        config.domain,
+        error_rate=error_rate,
+        reward=config.reward or "outcome",
+        seed=config.seed,
+    )
     synthetic_sides: list[TruncateOnModelError] = []
 
     def make() -> gym.Env:
         # a learned model's unusable answer on a drifted state ends that episode, not the run
         synthetic_sides.append(TruncateOnModelError(_synthetic_env(config, experience_model)))
-        env = SimToReal(synthetic_sides[-1], _reference_env(config, "train"))
-        return wrap_for_sb3(env, embedder, max_actions=k)
+        return SimToReal(synthetic_sides[-1], _reference_env(config, "train"))
 
-    venv = DummyVecEnv([make] * config.ppo.n_envs)
-    model = _make_model(config, venv)
-    monitor = TrainingMonitor()
-    model.learn(config.synthetic_budget, callback=monitor)
+    agent = _Agent(config, make, started)
     label = config.model if config.synthetic_reward == "model" else f"{config.model} (rubric reward)"
     e = error_rate if config.model == "oracle" else None
-    success, episodes = _evaluate(config, model, embedder)
-    synthetic_steps = model.num_timesteps
-    xs, ys = _curve(monitor.log)
     tag = f"{config.model}-{error_rate:g}"
-    model.save(config.out_dir / "models" / f"dreamgym-{tag}")
-    synthetic = RunResult(
-        "DreamGym-PPO", label, e, 0, synthetic_steps, success, episodes, time.perf_counter() - started, xs, ys
-    )
-    venv.env_method("switch", "real")  # every sub-env moves to the real env at its next reset
-    s2r_monitor = TrainingMonitor(real_step_budget=config.s2r_budget, log=monitor.log)
-    model.learn(
-        config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps,
-        callback=s2r_monitor,
-        reset_num_timesteps=False,
-    )
-    success2, _ = _evaluate(config, model, embedder)
-    xs2, ys2 = _curve(monitor.log, after=synthetic_steps)
-    model.save(config.out_dir / "models" / f"dreamgym-s2r-{tag}")
-    s2r = RunResult(
+    monitor = TrainingMonitor()
+    synthetic = agent.learn("DreamGym-PPO", label, e, monitor, config.synthetic_budget, f"dreamgym-{tag}")
+    agent.venv.env_method("switch", "real")  # every sub-env moves to the real env at its next reset
+    s2r = agent.learn(
         "DreamGym-S2R-PPO",
         label,
         e,
-        s2r_monitor.real_steps,
-        model.num_timesteps - s2r_monitor.real_steps,
-        success2,
-        episodes,
-        time.perf_counter() - started,
-        xs2,
-        ys2,
+        TrainingMonitor(real_step_budget=config.s2r_budget, log=monitor.log),
+        config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps,
+        f"dreamgym-s2r-{tag}",
     )
     synthetic.model_stats = s2r.model_stats = _model_stats(experience_model, synthetic_sides)
     return [synthetic, s2r]
@@ -549,21 +516,35 @@ def _model_stats(model: ExperienceModel, synthetic_sides: list[Any]) -> dict[str
     return stats
 
 
+def _random_episode(
+    env: gym.Env, task: Task, rng: np.random.Generator, *, seed: int, steps: int | None = None
+) -> list[dict[str, Any]]:
+    """The infos of an episode of uniformly random candidate choices (``ChoiceActions``), from its reset.
+
+    ``steps``: stop after that many steps, if the episode has not ended before.
+    """
+    _, info = env.reset(seed=seed, options={"task": task})
+    infos = [info]
+    while steps is None or len(infos) <= steps:
+        index = int(rng.integers(max(1, len(info["action_candidates"]))))
+        _, _, terminated, truncated, info = env.step(index)
+        infos.append(info)
+        if terminated or truncated:
+            break
+    return infos
+
+
 def random_baseline(config: Sim2RealConfig) -> RunResult:
     """A uniformly random choice among the candidate actions, on the test tasks."""
     from dreamgym_env.wrappers.choice_actions import ChoiceActions
 
     env = ChoiceActions(_reference_env(config, "test"), max_actions=max_actions_of(config))
     rng = np.random.default_rng(config.seed)
-    wins, tasks = 0, test_tasks(config)
-    for i, task in enumerate(tasks):
-        _, info = env.reset(seed=config.seed + i, options={"task": task})
-        done = False
-        while not done:
-            index = int(rng.integers(max(1, len(info["action_candidates"]))))
-            _, _, terminated, truncated, info = env.step(index)
-            done = terminated or truncated
-        wins += bool(info.get("won", False))
+    tasks = test_tasks(config)
+    wins = sum(
+        bool(_random_episode(env, task, rng, seed=config.seed + i)[-1].get("won", False))
+        for i, task in enumerate(tasks)
+    )
     return RunResult("Random policy", "-", None, 0, 0, wins / len(tasks), len(tasks))
 
 
@@ -661,22 +642,15 @@ def plot(report: Sim2RealReport, path: Path) -> Path:
         ylim=(0, 1),
     )
     left.legend(fontsize=7)
-    synthetic = [r for r in report.runs if r.method == "DreamGym-PPO" and r.error_rate is not None]
-    s2r = [r for r in report.runs if r.method == "DreamGym-S2R-PPO" and r.error_rate is not None]
-    if synthetic:
-        right.plot(
-            [r.error_rate for r in synthetic],
-            [100 * r.success for r in synthetic],
-            "o-",
-            label="DreamGym-PPO (0 real steps)",
-        )
-    if s2r:
-        right.plot(
-            [r.error_rate for r in s2r],
-            [100 * r.success for r in s2r],
-            "s--",
-            label=f"DreamGym-S2R-PPO (+{s2r[0].real_steps:,} real steps)",
-        )
+    for method, style, more in (("DreamGym-PPO", "o-", ""), ("DreamGym-S2R-PPO", "s--", "+")):
+        runs = [r for r in report.runs if r.method == method and r.error_rate is not None]
+        if runs:  # DreamGym-PPO's real steps are 0, S2R's come after its synthetic ones
+            right.plot(
+                [r.error_rate for r in runs],
+                [100 * r.success for r in runs],
+                style,
+                label=f"{method} ({more}{runs[0].real_steps:,} real steps)",
+            )
     for run in report.runs:
         if run.method in ("PPO (real env)", "Random policy"):
             right.axhline(

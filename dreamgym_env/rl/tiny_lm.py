@@ -42,7 +42,8 @@ def train_tokenizer(
     corpus = [t for t in texts if t]
     if not corpus:
         raise ConfigurationError("train_tokenizer needs at least one non-empty text")
-    named = [t for t in (pad_token, eos_token, bos_token, unk_token) if t is not None]
+    roles = {"pad_token": pad_token, "eos_token": eos_token, "bos_token": bos_token, "unk_token": unk_token}
+    named = [t for t in roles.values() if t is not None]
     if not set(named) <= set(special_tokens):
         raise ConfigurationError(
             f"the named tokens {named} must be among special_tokens {list(special_tokens)}"
@@ -57,13 +58,7 @@ def train_tokenizer(
         show_progress=False,
     )
     tokenizer.train_from_iterator(corpus, trainer=trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        pad_token=pad_token,
-        bos_token=bos_token,
-        eos_token=eos_token,
-        unk_token=unk_token,
-    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, **roles)
     fast.chat_template = chat_template
     return fast
 

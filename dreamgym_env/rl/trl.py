@@ -133,11 +133,8 @@ class EnvRollout:
             self.make_env: Callable[[], gym.Env] = lambda: gym.make(env_id, **kwargs)
         else:
             self.make_env = make_env
-        self.format_prompt, self.format_observation, self.parse_action = (
-            format_prompt,
-            format_observation,
-            parse_action,
-        )
+        self.format_prompt = format_prompt
+        self.format_observation, self.parse_action = format_observation, parse_action
         self.max_turns, self.max_action_tokens = max_turns, max_action_tokens
         self.max_observation_tokens = max_observation_tokens
         self.tasks_by_prompt = {format_prompt(task): task for task in tasks}

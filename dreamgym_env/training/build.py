@@ -92,7 +92,7 @@ class BuildConfig:
             raise ConfigurationError(f"rollouts must be >= 0, got {self.rollouts}")
 
     def train_recipe(self) -> dict[str, Any]:
-        """The fields that decide the adapter (a trained model with other ones is trained again)."""
+        """The fields that decide the adapter, named as in ``TrainConfig`` (other ones train it again)."""
         return {"max_steps": self.steps, "end_weight": self.end_weight, "lora_r": self.lora_r,
                 "lora_alpha": self.lora_alpha, "learning_rate": self.learning_rate, "seed": self.seed}  # fmt: skip
 
@@ -107,8 +107,14 @@ class Eta:
     def __init__(self, stage: str, total: int, unit: str) -> None:
         self.stage, self.total, self.unit = stage, total, unit
         self.started = time.perf_counter()
+        self.done = 0
+
+    def advance(self, count: int) -> None:
+        """Log ``count`` more done."""
+        self(self.done + count)
 
     def __call__(self, done: int, detail: str = "") -> None:
+        self.done = done
         elapsed = time.perf_counter() - self.started
         left = elapsed / done * (self.total - done) if done else float("nan")
         logger.info(
@@ -307,7 +313,7 @@ def build_pack_model(
     needs the outputs of the ones before it).
     """
     from dreamgym_env.training.dataset import build_dataset
-    from dreamgym_env.training.evaluate import compare_models
+    from dreamgym_env.training.evaluate import compare_models, write_result
     from dreamgym_env.training.train import TrainConfig, train_experience_model
 
     pack = get_domain(domain)
@@ -340,19 +346,10 @@ def build_pack_model(
         if _trained_current(model_dir, data, config):
             logger.info("stage 2/%d train: %s is current, kept", len(STAGES), model_dir)
         else:
-            resume = (model_dir / "checkpoints").is_dir() and any(
-                (model_dir / "checkpoints").glob("checkpoint-*")
-            )
+            resume = any((model_dir / "checkpoints").glob("checkpoint-*"))  # none where no folder
             started = begin("train", f"{config.steps} steps{' (resumed)' if resume else ''}")
             recipe = TrainConfig(
-                max_steps=config.steps,
-                end_weight=config.end_weight,
-                lora_r=config.lora_r,
-                lora_alpha=config.lora_alpha,
-                learning_rate=config.learning_rate,
-                save_steps=config.save_steps,
-                seed=config.seed,
-                threads=config.threads,
+                **config.train_recipe(), save_steps=config.save_steps, threads=config.threads
             )
             trained = train_experience_model(
                 data, config.base, model_dir, recipe, resume=resume, progress=progress
@@ -394,9 +391,7 @@ def build_pack_model(
             eta(results[-1].report.n, ", ".join(
                 f"{name}: reward {r.report.reward_agreement:.2f}, done {r.report.done_agreement:.2f}"
                 for name, r in zip(("base", "trained")[-len(results):], results, strict=True)))  # fmt: skip
-            eval_file.write_text(
-                json.dumps([r.to_dict() for r in results], indent=2) + "\n", encoding="utf-8"
-            )
+            write_result(results, eval_file)
 
         results = compare_models(specs, n=config.eval_n, domain=pack.name, seed=config.seed, on_batch=report)
         trained_result = results[-1]
@@ -431,16 +426,10 @@ def build_pack_model(
         total = config.rollouts * len(CONSISTENCY_POLICIES)
         started = begin("rollouts", f"{total} synthetic episodes replayed in the reference env")
         eta = Eta("rollouts", total, "episodes")
-        done = [0]
-
-        def tick(count: int) -> None:
-            done[0] += count
-            eta(done[0])
-
         model = LocalExperienceModel(**shipped.local_settings())
         try:
             reports = rollout_consistency(
-                model, pack, episodes=config.rollouts, seed=config.seed, progress=tick
+                model, pack, episodes=config.rollouts, seed=config.seed, progress=eta.advance
             )
         finally:
             model.close()

@@ -25,8 +25,9 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -286,8 +287,10 @@ def policy_transitions(
     return [pool[int(i)] for i in sorted(picks)]
 
 
-def _shares(total: int, parts: int) -> list[int]:
-    return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
+def _shares(total: int) -> dict[str, int]:
+    """``total`` split into near-equal shares, one for each of :data:`POLICY_NAMES`."""
+    parts = len(POLICY_NAMES)
+    return {name: total // parts + (1 if i < total % parts else 0) for i, name in enumerate(POLICY_NAMES)}
 
 
 def build_dataset(
@@ -322,7 +325,9 @@ def build_dataset(
         raise ConfigurationError("test_n must be >= 0 and variation_share in [0, 1)")
     started = time.perf_counter()
     source: ReasoningSource = "teacher" if teacher is not None else "reference"
-    write_reasoning = TeacherReasoning(teacher) if teacher is not None else None
+    write_reasoning: Callable[[ExperienceRequest, Transition], str] = (
+        TeacherReasoning(teacher) if teacher is not None else partial(reference_reasoning, pack)
+    )
     notes: list[str] = []
     generated: list[Task] = []
     if teacher is not None and pack.task_variations() is not None and variation_share > 0:
@@ -336,14 +341,13 @@ def build_dataset(
         notes.append("no curriculum variations: they need a teacher to write them (--teacher-url)")
     else:
         notes.append(f"no curriculum variations: domain {pack.name!r} cannot check generated tasks")
-    plan: list[tuple[Split, str, int, Sequence[Task] | None]] = []
     varied = round(n * variation_share) if generated else 0
-    for name, count in zip(POLICY_NAMES, _shares(n - varied, len(POLICY_NAMES)), strict=True):
-        plan.append(("train", name, count, None))
+    plan: list[tuple[Split, str, int, Sequence[Task] | None]] = [
+        ("train", name, count, None) for name, count in _shares(n - varied).items()
+    ]
     if varied:
         plan.append(("train", "expert", varied, generated))
-    for name, count in zip(POLICY_NAMES, _shares(test_n, len(POLICY_NAMES)), strict=True):
-        plan.append(("test", name, count, None))
+    plan += [("test", name, count, None) for name, count in _shares(test_n).items()]
     allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
     allowed["train"] |= {t.id for t in generated}
     train_parents = allowed["train"]
@@ -360,16 +364,11 @@ def build_dataset(
                 raise DataError(
                     f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak"
                 )
-            reasoning = (
-                write_reasoning(reference.request, reference.truth)
-                if write_reasoning is not None
-                else reference_reasoning(pack, reference.request, reference.truth)
-            )
             rows.append(
                 sft_example(
                     reference.request,
                     reference.truth,
-                    reasoning,
+                    write_reasoning(reference.request, reference.truth),
                     split=split,
                     policy=name if tasks is None else f"{name}:variation",
                     reasoning_source=source,

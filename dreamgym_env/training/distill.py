@@ -146,7 +146,7 @@ def distill_experience_model(
     if isinstance(size, str) and size not in MODEL_SIZES:
         raise ConfigurationError(f"size must be one of {', '.join(MODEL_SIZES)}, got {size!r}")
     shape = MODEL_SIZES[size] if isinstance(size, str) else size
-    rows, domain, state_mode, fingerprint = check_rows(data)
+    train = check_rows(data)
     out = Path(out)
     if config.threads is not None:
         torch.set_num_threads(config.threads)
@@ -154,22 +154,20 @@ def distill_experience_model(
     if resume:
         tokenizer = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
     else:
-        tokenizer = distilled_tokenizer(rows, vocab_size)
+        tokenizer = distilled_tokenizer(train.rows, vocab_size)
         tokenizer.save_pretrained(tokenizer_dir)
     model = new_model(shape, len(tokenizer), seed=config.seed)
-    run = fit_sft(model, tokenizer, rows, out, config, resume=resume, progress=progress)
+    run = fit_sft(model, tokenizer, train.rows, out, config, resume=resume, progress=progress)
     run.model.save_pretrained(out / MODEL_DIR)
     tokenizer.save_pretrained(out / MODEL_DIR)
     model_gguf = out / MODEL_GGUF
     write_model_gguf(run.model, tokenizer, model_gguf)
-    parameters = sum(p.numel() for p in run.model.parameters())
-    trained = TrainedModel(
-        directory=out,
+    return train.save_manifest(
+        out,
+        run,
         base=DISTILLED_BASE,
         base_gguf=None,
         adapter_gguf=None,
-        domain=domain,
-        train_task_ids=frozenset(str(row["task_id"]) for row in rows),
         config={
             **asdict(config),
             "target_modules": [],
@@ -177,15 +175,9 @@ def distill_experience_model(
             "size": size if isinstance(size, str) else "custom",
             "shape": asdict(shape),
             "vocab_size": len(tokenizer),
-            "parameters": parameters,
+            "parameters": sum(p.numel() for p in run.model.parameters()),
         },
-        stats=run.stats(len(rows), "cuda" if torch.cuda.is_available() else "cpu"),
-        state_mode=state_mode,
-        prompt_fingerprint=fingerprint,
-        data={"file": str(data), "sha256": file_sha256(data), "train_examples": len(rows)},
         model_gguf=model_gguf,
         model_sha256=file_sha256(model_gguf),
         system_prompt=False,
     )
-    trained.save()
-    return trained

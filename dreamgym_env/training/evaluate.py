@@ -26,7 +26,6 @@ from typing import Any, Final, Literal
 from dreamgym_env.bench.fidelity import (
     FidelityReport,
     TransitionScore,
-    measure_fidelity,
     score_transitions,
     summarize,
 )
@@ -104,28 +103,11 @@ def evaluate_model(
 ) -> EvalResult:
     """Measure the fidelity of the model ``spec`` names (see :func:`load_model`) on ``n`` held-out transitions.
 
-    ``domain`` defaults to the trained model's; a base model needs it.
+    ``domain`` defaults to the trained model's; a base model needs it. ``settings`` go to the backend.
     """
-    model, trained = load_model(spec, backend=backend, **settings)
-    try:
-        name = domain or (trained.domain if trained is not None else None)
-        if name is None:
-            raise ConfigurationError("pass the domain: a base model was not trained on one")
-        pack = get_domain(name)
-        samples = sample_transitions(pack, n, seed=seed)
-        if trained is not None:
-            seen = trained.train_task_ids & {s.reference.request.task.id for s in samples}
-            if seen:
-                raise DataError(f"the evaluation would use tasks seen in training: {sorted(seen)[:5]}")
-        transitions = [s.reference for s in samples]
-        started = time.perf_counter()
-        report = measure_fidelity(model, transitions, domain=pack, batch_size=batch_size)
-        seconds = time.perf_counter() - started
-    finally:
-        model.close()
-    return EvalResult(
-        model=spec, domain=pack.name, backend=backend, seed=seed, seconds=round(seconds, 1), report=report
-    )
+    return compare_models(
+        [spec], n=n, domain=domain, seed=seed, backend=backend, batch_size=batch_size, **settings
+    )[0]
 
 
 def compare_models(
@@ -137,18 +119,20 @@ def compare_models(
     backend: Backend = "local",
     batch_size: int = DEFAULT_EVAL_BATCH,
     on_batch: Callable[[list[EvalResult]], object] | None = None,
+    **settings: Any,
 ) -> list[EvalResult]:
     """Measure several models (a base and its trained adapter) on the same held-out transitions, batch by batch.
 
     Each batch of ``batch_size`` transitions is asked of every model in turn, and ``on_batch``
     gets the results so far (one :class:`EvalResult` a model, over the same transitions): a run
-    stopped early still compares like with like. ``domain`` defaults to the first trained model's.
+    stopped early still compares like with like. ``domain`` defaults to the first trained model's;
+    ``settings`` go to every model's backend.
     """
     models: list[tuple[str, ExperienceModel]] = []
     trained: list[TrainedModel] = []
     try:
         for spec in specs:
-            model, manifest = load_model(spec, backend=backend)
+            model, manifest = load_model(spec, backend=backend, **settings)
             models.append((spec, model))
             trained += [manifest] if manifest is not None else []
         name = domain or (trained[0].domain if trained else None)
@@ -180,8 +164,9 @@ def compare_models(
             model.close()
 
 
-def write_result(result: EvalResult, path: str | Path) -> None:
-    """Write an evaluation as JSON."""
+def write_result(result: EvalResult | Sequence[EvalResult], path: str | Path) -> None:
+    """Write an evaluation as JSON (several, as a list)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+    data = result.to_dict() if isinstance(result, EvalResult) else [r.to_dict() for r in result]
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

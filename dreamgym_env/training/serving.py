@@ -84,8 +84,8 @@ class TransformersExperienceModel(ChatExperienceModel):
     def backend(self) -> str:
         return f"transformers:{self.model_id}"
 
-    def generate(self, conversation: list[dict[str, str]]) -> tuple[str, str, int, int]:
-        """Greedy answer to a conversation: (text, finish reason, prompt tokens, completion tokens)."""
+    def generate(self, conversation: list[dict[str, str]]) -> ChatReply:
+        """The greedy answer to a conversation, with its finish reason and token counts."""
         import torch
 
         inputs = self.tokenizer.apply_chat_template(
@@ -102,9 +102,8 @@ class TransformersExperienceModel(ChatExperienceModel):
             )
         new = output[0, prompt_tokens:]
         finished = bool(len(new)) and int(new[-1]) == self.tokenizer.eos_token_id
-        text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return (
-            text,
+        return ChatReply(
+            self.tokenizer.decode(new, skip_special_tokens=True),
             "stop" if finished or len(new) < self.max_new_tokens else "length",
             prompt_tokens,
             len(new),
@@ -123,7 +122,4 @@ class TransformersExperienceModel(ChatExperienceModel):
         context: str = "chat",
     ) -> ChatReply:
         """Greedy and unconstrained (``schema`` is not enforced), in a worker thread."""
-        text, finish, prompt_tokens, completion_tokens = await asyncio.to_thread(
-            self.generate, [dict(message) for message in messages]
-        )
-        return ChatReply(text, finish, prompt_tokens, completion_tokens)
+        return await asyncio.to_thread(self.generate, [dict(message) for message in messages])

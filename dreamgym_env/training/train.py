@@ -198,8 +198,9 @@ class SftRun:
     episode_ends: int
     epochs: float
     resumed_from: str | None
+    device: str
 
-    def stats(self, examples: int, device: str) -> dict[str, Any]:
+    def stats(self, examples: int) -> dict[str, Any]:
         """The manifest's ``stats``."""
         return {
             "steps": self.steps,
@@ -212,13 +213,39 @@ class SftRun:
             "first_loss": self.losses[0] if self.losses else None,
             "final_loss": self.losses[-1] if self.losses else None,
             "train_loss": self.train_loss,
-            "device": device,
+            "device": self.device,
             "resumed_from": self.resumed_from,
         }
 
 
-def check_rows(data: str | Path) -> tuple[list[dict[str, Any]], str, str | None, str | None]:
-    """The train rows of ``data`` with their one domain, state mode and prompt fingerprint."""
+@dataclass(frozen=True)
+class TrainRows:
+    """The train rows of a dataset file, with their one domain, state mode and prompt fingerprint."""
+
+    data: str | Path
+    rows: list[dict[str, Any]]
+    domain: str
+    state_mode: str | None
+    fingerprint: str | None
+
+    def save_manifest(self, out: Path, run: SftRun, **fields: Any) -> TrainedModel:
+        """Save and return the manifest of ``run`` on these rows, in ``out``; ``fields``: the recipe's part."""
+        trained = TrainedModel(
+            directory=out,
+            domain=self.domain,
+            train_task_ids=frozenset(str(row["task_id"]) for row in self.rows),
+            stats=run.stats(len(self.rows)),
+            state_mode=self.state_mode,
+            prompt_fingerprint=self.fingerprint,
+            data={"file": str(self.data), "sha256": file_sha256(self.data), "train_examples": len(self.rows)},
+            **fields,
+        )
+        trained.save()
+        return trained
+
+
+def check_rows(data: str | Path) -> TrainRows:
+    """The train rows of ``data``, checked to share one domain, state mode and prompt fingerprint."""
     rows = read_examples(data, split="train")
     if not rows:
         raise DataError(f"{data} has no train examples")
@@ -231,7 +258,7 @@ def check_rows(data: str | Path) -> tuple[list[dict[str, Any]], str, str | None,
     if len(prompts) != 1:
         raise DataError(f"{data} mixes state modes or prompts {sorted(map(str, prompts))}: build it again")
     ((state_mode, fingerprint),) = prompts
-    return rows, str(next(iter(domains))), state_mode, fingerprint
+    return TrainRows(data, rows, str(next(iter(domains))), state_mode, fingerprint)
 
 
 def fit_sft(
@@ -323,6 +350,7 @@ def fit_sft(
         episode_ends=len(ends),
         epochs=round(state.global_step * config.batch_size * config.grad_accum / len(weighted), 2),
         resumed_from=Path(last).name if resume and last else None,
+        device="cuda" if gpu else "cpu",
     )
 
 
@@ -345,7 +373,7 @@ def train_experience_model(
     from peft import LoraConfig
 
     config = config or TrainConfig()
-    rows, domain, state_mode, fingerprint = check_rows(data)
+    train = check_rows(data)
     out = Path(out)
     gpu = torch.cuda.is_available()
     if config.threads is not None:
@@ -359,7 +387,9 @@ def train_experience_model(
         bias="none",
         task_type="CAUSAL_LM",
     )
-    run = fit_sft(model, tokenizer, rows, out, config, peft_config=lora, resume=resume, progress=progress)
+    run = fit_sft(
+        model, tokenizer, train.rows, out, config, peft_config=lora, resume=resume, progress=progress
+    )
     out.mkdir(parents=True, exist_ok=True)
     adapted: Any = run.model  # the PEFT model
     adapted.save_pretrained(out / ADAPTER_DIR)
@@ -371,22 +401,15 @@ def train_experience_model(
     if arch in GGUF_ADAPTER_ARCHS:
         adapter_gguf = out / ADAPTER_GGUF
         write_lora_gguf(adapted, adapter_gguf, arch=arch)
-    trained = TrainedModel(
-        directory=out,
+    return train.save_manifest(
+        out,
+        run,
         base=base,
         base_gguf=base_gguf,
         adapter_gguf=adapter_gguf,
-        domain=domain,
-        train_task_ids=frozenset(str(row["task_id"]) for row in rows),
         config={**asdict(config), "target_modules": list(config.target_modules), "data": str(data)},
-        stats=run.stats(len(rows), "cuda" if gpu else "cpu"),
-        state_mode=state_mode,
-        prompt_fingerprint=fingerprint,
         adapter_sha256=file_sha256(adapter_gguf) if adapter_gguf else None,
-        data={"file": str(data), "sha256": file_sha256(data), "train_examples": len(rows)},
     )
-    trained.save()
-    return trained
 
 
 def _checkpoint_progress(checkpoint: Path) -> tuple[float, int]:

@@ -1,0 +1,36 @@
+"""Options and output helpers that several ``dreamgym`` commands share (one wording for each)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+
+from dreamgym_env.envs.registry import default_domain, get_domain
+
+if TYPE_CHECKING:
+    from dreamgym_env.domain import Domain
+
+DomainOption = Annotated[
+    str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
+]
+TrainExamplesOption = Annotated[
+    int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
+]
+EndWeightOption = Annotated[
+    int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
+]
+MaxMinutesOption = Annotated[
+    float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
+]
+
+
+def domain_or_default(name: str | None) -> Domain:
+    """The domain ``--domain`` names, or the first registered one."""
+    return get_domain(name) if name else default_domain()
+
+
+def print_plain(console: Console, text: str) -> None:
+    """Print ``text`` as it is: no rich markup or highlighting, long lines not cut."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
