@@ -30,12 +30,12 @@ import gymnasium as gym
 import numpy as np
 
 from dreamgym_env.domain import ACTION_SLOT, Domain
-from dreamgym_env.envs.models import experience_model_for, model_kind
+from dreamgym_env.envs.models import experience_model_for, model_kind, pack_models
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, RewardSource, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.experience.trained import DISTILLED_DIR, TrainedModel
+from dreamgym_env.experience.trained import ADAPTER_SPEC, DISTILLED_DIR, TrainedModel
 from dreamgym_env.types import Task
 from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS
 
@@ -245,18 +245,21 @@ class SyntheticSettings:
 def synthetic_settings(config: Sim2RealConfig) -> SyntheticSettings:
     """The synthetic env's state mode and history length for ``config``'s domain and model.
 
-    A trained model named by its directory (``local:<dir>``, or the pack's ``local:distilled``)
-    gets the state mode it was trained on.
+    A trained model (the pack's default ``local``, ``local:adapter``, ``local:distilled``, or
+    ``local:<dir>``) gets the state mode it was trained on.
     """
     domain = get_domain(config.domain)
     tasks = list(domain.tasks("train")[:1])
     listed = bool(tasks) and domain.admissible_actions(tasks[0].initial_state) is not None
     mode: StateMode = "structured" if domain.state_schema is not None and not listed else "text"
     kind, _, name = config.model.partition(":")
-    directory = Path(name).expanduser()
-    if name == DISTILLED_DIR and domain.experience_model_dir is not None:
-        directory = domain.experience_model_dir / DISTILLED_DIR
-    trained = TrainedModel.find(directory) if kind == "local" and name else None
+    trained = None
+    if kind == "local":
+        models = pack_models(domain)
+        if name in (ADAPTER_SPEC, DISTILLED_DIR):
+            trained = models.get("adapter" if name == ADAPTER_SPEC else "distilled")
+        else:
+            trained = TrainedModel.find(Path(name).expanduser()) if name else models.default
     if trained is not None and trained.state_mode in ("text", "structured"):
         mode = cast(StateMode, trained.state_mode)
     history_len = DEFAULT_HISTORY_LEN

@@ -137,7 +137,7 @@ def test_sim2real_gives_a_distilled_model_the_state_mode_it_learned():
     assert distilled is not None and distilled.state_mode == "structured"
     # WebShop's text pages list their actions, so the oracle's synthetic env would be in text mode
     assert synthetic_settings(Sim2RealConfig("webshop", reward="outcome")).state_mode == "text"
-    for name in ("local:distilled", f"local:{distilled.directory}"):
+    for name in ("local", "local:adapter", "local:distilled", f"local:{distilled.directory}"):
         assert (
             synthetic_settings(Sim2RealConfig("webshop", model=name, reward="outcome")).state_mode
             == "structured"
