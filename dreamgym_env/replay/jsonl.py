@@ -29,21 +29,26 @@ def write_trajectories(path: PathLike, trajectories: Iterable[Trajectory], *, ap
     return count
 
 
-def iter_trajectories(path: PathLike) -> Iterator[Trajectory]:
-    """Read trajectories lazily; a bad line raises :class:`DataError` naming the file and line."""
-    path = Path(path)
+def numbered_lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a JSONL file with their numbers; unreadable: a :class:`DataError` naming ``what``."""
     try:
         handle = path.open(encoding="utf-8")
     except OSError as exc:
-        raise DataError(f"cannot read offline trajectories from {path}: {exc}") from exc
+        raise DataError(f"cannot read {what} from {path}: {exc.strerror or exc}") from None
     with handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                yield Trajectory.model_validate_json(line)
-            except ValidationError as exc:
-                raise DataError(f"{path}:{number}: not a trajectory: {exc.errors()[0]['msg']}") from exc
+            if line.strip():
+                yield number, line
+
+
+def iter_trajectories(path: PathLike) -> Iterator[Trajectory]:
+    """Read trajectories lazily; a bad line raises :class:`DataError` naming the file and line."""
+    path = Path(path)
+    for number, line in numbered_lines(path, "offline trajectories"):
+        try:
+            yield Trajectory.model_validate_json(line)
+        except ValidationError as exc:
+            raise DataError(f"{path}:{number}: not a trajectory: {exc.errors()[0]['msg']}") from exc
 
 
 def read_trajectories(path: PathLike) -> list[Trajectory]:

@@ -50,6 +50,7 @@ from dreamgym_env.experience.prompt import (
     prompt_fingerprint,
     user_prompt,
 )
+from dreamgym_env.replay.jsonl import numbered_lines
 from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
 
 if TYPE_CHECKING:
@@ -400,21 +401,14 @@ def build_dataset(
 def iter_examples(path: str | Path) -> Iterator[dict[str, Any]]:
     """The rows of a dataset file, checked for the fields training needs."""
     path = Path(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read the dataset {path}: {exc.strerror}") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
-            if not isinstance(row, dict) or not {"prompt", "completion", "split", "task_id"} <= row.keys():
-                raise DataError(f"{path}:{number}: not an SFT example (prompt, completion, split, task_id)")
-            yield row
+    for number, line in numbered_lines(path, "the dataset"):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{number}: not JSON: {exc.msg}") from None
+        if not isinstance(row, dict) or not {"prompt", "completion", "split", "task_id"} <= row.keys():
+            raise DataError(f"{path}:{number}: not an SFT example (prompt, completion, split, task_id)")
+        yield row
 
 
 def read_examples(path: str | Path, *, split: Split | None = None) -> list[dict[str, Any]]:
