@@ -40,6 +40,9 @@ class ALFWorldDomain(Domain):
     state_schema = ALFWorldState
     state_kind_field = "location"
     experience_model_dir = Path(__file__).parent / "experience_model"
+    # Held out (docs/results.md): the distilled model agrees on rewards and episode ends 1.00
+    # (always-0 0.88) at ~14 transitions/s; the 0.5B adapter's are always-0's (0.92), at 0.06/s.
+    preferred_experience_model = "distilled"
 
     def render_state(self, state: Any) -> str:
         """The ALFWorld-style observation of an abstract state."""
