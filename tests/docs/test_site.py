@@ -91,6 +91,20 @@ def test_every_registered_id_is_listed():
     assert {"DreamGym/WebShop-v0", "DreamGym/WebShop-Ref-v0", "DreamGym/ALFWorld-Ref-v0"} <= set(ENV_IDS)
 
 
+def _constructor_parameters(cls: type) -> list[inspect.Parameter]:
+    """A constructor's parameters; a ``**kwargs`` that passes the rest on stands for its base class's."""
+    parameters: list[inspect.Parameter] = []
+    for klass in cls.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        own = [p for p in inspect.signature(vars(klass)["__init__"]).parameters.values() if p.name != "self"]
+        forwards = any(p.kind is inspect.Parameter.VAR_KEYWORD and p.name == "kwargs" for p in own)
+        parameters += [p for p in own if not (forwards and p.kind is inspect.Parameter.VAR_KEYWORD)]
+        if not forwards:
+            return parameters
+    return parameters
+
+
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_every_registered_id_has_a_page_with_its_spaces(site, env_id):
     path = site / "envs" / _page_slug(env_id) / "index.html"
@@ -111,13 +125,11 @@ def test_every_registered_id_has_a_page_with_its_spaces(site, env_id):
     try:
         assert action_space.startswith(str(env.action_space))
         assert observation_space.startswith(str(env.observation_space))
-        parameters = inspect.signature(type(env.unwrapped).__init__).parameters.values()
+        parameters = _constructor_parameters(type(env.unwrapped))
     finally:
         env.close()
     arguments = _text(_section(page, "Arguments"))
     for parameter in parameters:
-        if parameter.name == "self":
-            continue
         name = f"**{parameter.name}" if parameter.kind is inspect.Parameter.VAR_KEYWORD else parameter.name
         assert name in arguments, f"the page of {env_id} does not describe the argument {name!r}"
     assert _section(page, "Version History").strip() and _section(page, "The real benchmark").strip()
