@@ -182,7 +182,7 @@ class Domain(ABC):
     experience_model_dir: ClassVar[Path | None] = None
     """The folder of the pack's trained experience models: a LoRA adapter (manifest and GGUF,
     written by ``dreamgym experience build``) and a distilled model in ``distilled/``
-    (``dreamgym experience distill``); ``None`` or a folder without a manifest: the pack ships
+    (``dreamgym experience build --kind distilled``); ``None`` or a folder without a manifest: the pack ships
     none, and the prompted base model answers."""
     preferred_experience_model: ClassVar[Literal["adapter", "distilled"]] = "adapter"
     """Which trained model the synthetic envs use by default (the other where only it is shipped):

@@ -68,6 +68,9 @@ class Task(BaseModel):
 
     ``metadata`` holds domain data kept for scoring (for WebShop the goal: attributes, options,
     price bound, product type). ``parent_id`` is set on tasks the curriculum generated from a seed.
+    ``world`` is what the environment knows of the task and the agent does not (ALFWorld: where
+    every object starts), as a simulator knows its game file: the experience model reads it, no
+    observation shows it, and without it the model can only guess what a receptacle holds.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -78,6 +81,7 @@ class Task(BaseModel):
     initial_state: str
     metadata: dict[str, Any] = Field(default_factory=dict)
     parent_id: str | None = None
+    world: str = ""
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Task:
         # Frozen: a copy would be equal in every way. SB3's vector envs deep-copy every step's

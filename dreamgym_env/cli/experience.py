@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Literal, cast
 
 import typer
 from rich.console import Console
@@ -227,21 +227,36 @@ def eval_command(
 @experience_app.command("build")
 def build_command(
     domain: Annotated[str, typer.Option(help="The domain pack whose trained model to rebuild.")],
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            help="adapter (LoRA of the 0.5B base) or distilled (small, from scratch); default: the one the pack prefers."
+        ),
+    ] = None,
     work: Annotated[
         Path | None,
         typer.Option(
-            help="Working folder: data, training run, raw evaluations (default runs/experience/<domain>)."
+            help="Working folder: data, training run, raw evaluations (default runs/experience/<domain>-<kind>)."
         ),
     ] = None,
     install: Annotated[
         Path | None,
         typer.Option(
-            help="Where the adapter, manifest and report go (default: the pack's experience_model/)."
+            help="Where the model, manifest and report go (default: the pack's experience_model/, distilled/ in it)."
         ),
     ] = None,
-    n: TrainExamplesOption = 600,
-    steps: Annotated[int, typer.Option(min=1, help="Optimiser steps of one example.")] = 100,
-    end_weight: EndWeightOption = 4,
+    n: Annotated[
+        int | None, typer.Option(min=1, help="Train examples (default: 600 for an adapter, 6000 distilled).")
+    ] = None,
+    steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="Optimiser steps (default: 100 of one example; distilled 2400 of 16)."),
+    ] = None,
+    end_weight: Annotated[
+        int | None,
+        typer.Option(min=1, help="Times each episode end is seen a pass (default 4; distilled 8)."),
+    ] = None,
+    max_minutes: MaxMinutesOption = None,
     lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 8,
     eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
     rollouts: Annotated[
@@ -260,19 +275,22 @@ def build_command(
         ),
     ] = False,
 ) -> None:
-    """Rebuild a pack's trained experience model: data, LoRA training, export, evaluation, report (resumable)."""
+    """Rebuild a pack's trained experience model: data, training, export, evaluation, report (resumable)."""
     import logging
 
     from dreamgym_env.training.build import BuildConfig, build_pack_model
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    config = BuildConfig(
-        n=n, steps=steps, end_weight=end_weight, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n,
-        rollouts=rollouts, seed=seed, threads=threads, remeasure_base=remeasure_base,
-    )  # fmt: skip
     pack = get_domain(domain)
+    chosen_kind = kind or pack.preferred_experience_model
+    if chosen_kind not in ("adapter", "distilled"):
+        raise typer.BadParameter(f"--kind must be adapter or distilled, got {chosen_kind!r}")
+    config = BuildConfig.for_kind(
+        cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
+        max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
+        seed=seed, threads=threads, remeasure_base=remeasure_base,
+    )  # fmt: skip
     chosen = tuple(part.strip() for part in stages.split(",") if part.strip())
-    shipped = build_pack_model(
-        pack, work or Path("runs") / "experience" / pack.name, config, install=install, stages=chosen
-    )
+    work = work or Path("runs") / "experience" / f"{pack.name}-{chosen_kind}"
+    shipped = build_pack_model(pack, work, config, install=install, stages=chosen)
     print_plain(console, f"{pack.name}: {shipped.describe()}; {shipped.directory}")

@@ -3,7 +3,7 @@
 A built-in pack ships trained experience models in its ``experience_model/`` folder
 (:attr:`~dreamgym_env.domain.Domain.experience_model_dir`), trained on the pack's reference
 transitions: a LoRA adapter of the embedded base model (``dreamgym experience build``) and,
-in ``distilled/``, a small model trained from scratch (``dreamgym experience distill``). With
+in ``distilled/``, a small model trained from scratch (``dreamgym experience build --kind distilled``). With
 no endpoint configured the synthetic envs use the one the pack prefers
 (:attr:`~dreamgym_env.domain.Domain.preferred_experience_model`); ``experience_model=
 "local:adapter"`` or ``"local:distilled"`` names one, ``"local:base"`` asks for the prompted

@@ -262,6 +262,8 @@ def _history_state(state: str, request: ExperienceRequest) -> str:
     return clip(state, HISTORY_STATE_CHARS)
 
 
+WORLD_HEADER = "# The world, hidden from the agent"
+"""Heads the task's :attr:`~dreamgym_env.types.Task.world` in a request (only where a task has one)."""
 DEMONSTRATIONS_HEADER = "# Real transitions of this environment (reward 0 and not done unless shown)"
 STRUCTURED_DEMONSTRATIONS_HEADER = (
     "# Real transitions of this environment (reward 0 and not done unless shown; "
@@ -298,6 +300,8 @@ def user_prompt(request: ExperienceRequest) -> str:
     """The user message for one request."""
     instruction = request.task.instruction.strip()
     parts = [] if instruction and instruction in request.state else [f"# Task\n{instruction}"]
+    if request.task.world:
+        parts.append(f"{WORLD_HEADER}\n{request.task.world}")
     if request.demonstrations:
         parts.append(_demonstrations(request))
     if request.history:

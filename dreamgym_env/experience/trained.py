@@ -32,7 +32,7 @@ MANIFEST_NAME: Final = "dreamgym-experience.json"
 ADAPTER_DIR: Final = "adapter"
 ADAPTER_GGUF: Final = "adapter.gguf"
 MODEL_GGUF: Final = "model.gguf"
-"""A distilled model's whole weights and tokenizer (no base): ``dreamgym experience distill``."""
+"""A distilled model's whole weights and tokenizer (no base): ``dreamgym experience build --kind distilled``."""
 DISTILLED_SLOTS: Final = 16
 """Slots a distilled model runs (a 16-env vector env's step decoded together); its KV cache is small."""
 DISTILLED_CONTEXT: Final = 4096
@@ -68,9 +68,9 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def rebuild_command(domain: str) -> str:
-    """The one command that rebuilds a pack's trained experience model."""
-    return f"dreamgym experience build --domain {domain}"
+def rebuild_command(domain: str, kind: TrainedKind = "adapter") -> str:
+    """The one command that rebuilds a pack's trained experience model of ``kind``."""
+    return f"dreamgym experience build --domain {domain} --kind {kind}"
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,11 @@ class TrainedModel:
     system_prompt: bool = True
     """Whether the model reads the system prompt; a distilled model learned the domain's rules
     from data, so its requests leave it out (a constant prefix it would only pay for)."""
+
+    @property
+    def kind(self) -> TrainedKind:
+        """``distilled`` (trained from scratch, one GGUF) or ``adapter`` (a LoRA adapter of a base)."""
+        return "distilled" if self.base == DISTILLED_BASE else "adapter"
 
     @property
     def adapter_dir(self) -> Path:
@@ -194,7 +199,7 @@ class TrainedModel:
         reason = self.staleness(pack, state_mode)
         if reason is not None:
             warnings.warn(
-                f"{self.directory}: a stale experience model: {reason}. Rebuild it: {rebuild_command(self.domain)}",
+                f"{self.directory}: a stale experience model: {reason}. Rebuild it: {rebuild_command(self.domain, self.kind)}",
                 StaleModelWarning,
                 stacklevel=3,
             )

@@ -1,15 +1,22 @@
 """One command that rebuilds a domain pack's trained experience model: ``dreamgym experience build``.
 
+A pack ships two kinds (:data:`~dreamgym_env.experience.trained.TrainedKind`): a LoRA
+``adapter`` of the embedded 0.5B base, and a ``distilled`` model trained from scratch
+(:mod:`.distill`), a hundred times smaller and faster. :meth:`BuildConfig.for_kind` gives
+each kind's recipe; the stages are the same.
+
 The stages, each skipped when its output is already there and still current (so a stopped
 build resumes where it stopped; training itself resumes from its last checkpoint):
 
 1. **data**: SFT examples from the pack's reference env (:func:`~.dataset.build_dataset`:
    expert, noisy and random episodes of the train tasks; test examples from the test tasks);
    rebuilt when the pack's prompt fingerprint changed;
-2. **train**: a LoRA adapter of the embedded base with TRL's SFTTrainer (:func:`~.train.train_experience_model`);
-3. **export**: the adapter as a float16 GGUF LoRA adapter and a portable manifest (the base by
-   preset name, the data's SHA-256 and mix, the train tasks, the adapter's SHA-256) in the
-   install folder, by default the pack's own ``experience_model/``;
+2. **train**: a LoRA adapter of the embedded base with TRL's SFTTrainer (:func:`~.train.train_experience_model`),
+   or the distilled model with the same trainer (:func:`~.distill.distill_experience_model`);
+3. **export**: the adapter as a float16 GGUF LoRA adapter (or the distilled model's GGUF) and a
+   portable manifest (the base by preset name, the data's SHA-256 and mix, the train tasks, the
+   file's SHA-256) in the install folder, by default the pack's own ``experience_model/`` (its
+   ``distilled/`` folder for a distilled model);
 4. **eval**: the base and the trained model on the same held-out transitions
    (:func:`~.evaluate.compare_models`), beside the always-0 baseline;
 5. **rollouts**: rollout consistency of the trained model (:func:`~dreamgym_env.bench.consistency.rollout_consistency`),
@@ -40,12 +47,17 @@ from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.prompt import prompt_fingerprint
 from dreamgym_env.experience.trained import (
     ADAPTER_GGUF,
+    DISTILLED_DIR,
     MANIFEST_NAME,
+    MODEL_GGUF,
+    PackModels,
+    TrainedKind,
     TrainedModel,
     file_sha256,
     rebuild_command,
 )
 from dreamgym_env.training.dataset import read_examples, state_mode_of
+from dreamgym_env.training.distill import DEFAULT_VOCAB_SIZE, ModelSize
 
 logger = logging.getLogger(__name__)
 
@@ -57,9 +69,12 @@ REPORT_NAME: Final = "report.md"
 
 @dataclass(frozen=True)
 class BuildConfig:
-    """The recipe of a pack's model: data, LoRA, evaluation sizes.
+    """The recipe of a pack's model: data, training, evaluation sizes.
 
-    ``steps`` optimiser steps of one example (rank ``lora_r``, every linear layer);
+    ``kind``: a LoRA ``adapter`` or a ``distilled`` model (of ``size``, a name of
+    :data:`~.distill.MODEL_SIZES`, trained for at most ``max_minutes``); take a kind's defaults
+    from :meth:`for_kind`. ``steps`` optimiser steps (an adapter's of one example, rank
+    ``lora_r``, every linear layer; a distilled model's of 16);
     ``end_weight``: how many times each episode-end example is seen per pass (see
     :class:`~.train.TrainConfig`); ``eval_n`` held-out transitions (a third each expert, noisy,
     random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
@@ -83,6 +98,27 @@ class BuildConfig:
     remeasure_base: bool = False
     base: str = BASE_PRESET
     """The base model (a preset; a Hugging Face directory trains and exports, but the local backend cannot evaluate it)."""
+    kind: TrainedKind = "adapter"
+    size: str | ModelSize = "xs"
+    vocab_size: int = DEFAULT_VOCAB_SIZE
+    max_minutes: float | None = None
+
+    @classmethod
+    def for_kind(cls, kind: TrainedKind, **overrides: Any) -> BuildConfig:
+        """``kind``'s recipe, with ``overrides`` (``None`` values keep the recipe's).
+
+        A distilled model learns the rules from data instead of reading them, so it needs ten
+        times the examples; 2,400 steps of 16 (about four epochs, 26 minutes on 2 cores) are
+        what the shipped ALFWorld model was trained with (docs/results.md).
+        """
+        recipe: dict[str, Any] = {"kind": kind}
+        if kind == "distilled":
+            recipe |= {"n": 6000, "test_n": 300, "steps": 2400, "end_weight": 8,
+                       "learning_rate": 3e-3, "save_steps": 50, "max_minutes": 26.0}  # fmt: skip
+        elif kind != "adapter":
+            raise ConfigurationError(f"kind must be 'adapter' or 'distilled', got {kind!r}")
+        recipe |= {key: value for key, value in overrides.items() if value is not None}
+        return cls(**recipe)
 
     def __post_init__(self) -> None:
         for name in ("n", "steps", "end_weight", "lora_r", "lora_alpha", "save_steps", "eval_n"):
@@ -92,9 +128,32 @@ class BuildConfig:
             raise ConfigurationError(f"rollouts must be >= 0, got {self.rollouts}")
 
     def train_recipe(self) -> dict[str, Any]:
-        """The fields that decide the adapter, named as in ``TrainConfig`` (other ones train it again)."""
+        """The fields that decide the trained model, named as in its manifest's config (other ones train it again)."""
+        if self.kind == "distilled":
+            return {"max_steps": self.steps, "end_weight": self.end_weight, "learning_rate": self.learning_rate,
+                    "seed": self.seed, "size": self.size if isinstance(self.size, str) else "custom",
+                    "max_minutes": self.max_minutes}  # fmt: skip
         return {"max_steps": self.steps, "end_weight": self.end_weight, "lora_r": self.lora_r,
                 "lora_alpha": self.lora_alpha, "learning_rate": self.learning_rate, "seed": self.seed}  # fmt: skip
+
+    def train(self, data: Path, out: Path, *, resume: bool, progress: bool) -> TrainedModel:
+        """Train this recipe's model on ``data`` into ``out`` (from its last checkpoint with ``resume``)."""
+        if self.kind == "distilled":
+            from dreamgym_env.training.distill import DEFAULT_DISTILL_CONFIG, distill_experience_model
+
+            recipe = replace(
+                DEFAULT_DISTILL_CONFIG, max_steps=self.steps, end_weight=self.end_weight,
+                learning_rate=self.learning_rate, save_steps=self.save_steps, seed=self.seed,
+                threads=self.threads, max_minutes=self.max_minutes,
+            )  # fmt: skip
+            return distill_experience_model(
+                data, out, size=self.size, vocab_size=self.vocab_size, config=recipe, resume=resume,
+                progress=progress,
+            )  # fmt: skip
+        from dreamgym_env.training.train import TrainConfig, train_experience_model
+
+        config = TrainConfig(**self.train_recipe(), save_steps=self.save_steps, threads=self.threads)
+        return train_experience_model(data, self.base, out, config, resume=resume, progress=progress)
 
     def base_measurement(self, fingerprint: str) -> dict[str, Any]:
         """What decides the base's held-out numbers: the same key, the same transitions and answers."""
@@ -140,7 +199,8 @@ def _trained_current(model_dir: Path, data: Path, config: BuildConfig) -> bool:
         return False
     recipe = {key: trained.config.get(key) for key in config.train_recipe()}
     same_data = trained.data.get("sha256") in (None, file_sha256(data))
-    return recipe == config.train_recipe() and same_data and trained.base == config.base
+    same_base = trained.kind == config.kind and (config.kind == "distilled" or trained.base == config.base)
+    return recipe == config.train_recipe() and same_data and same_base
 
 
 def _policy_mix(data: Path) -> dict[str, Any]:
@@ -186,6 +246,34 @@ def export_pack_model(trained: TrainedModel, data: Path, install: Path) -> Train
     return shipped
 
 
+def export_distilled_model(trained: TrainedModel, data: Path, install: Path) -> TrainedModel:
+    """Copy ``trained``'s GGUF (a distilled model) and a portable manifest into ``install``."""
+    import shutil
+
+    if trained.model_gguf is None:
+        raise DataError(f"{trained.directory}: not a distilled model (it has no {MODEL_GGUF})")
+    install.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(trained.model_gguf, install / MODEL_GGUF)
+    shipped = replace(
+        trained,
+        directory=install,
+        model_gguf=install / MODEL_GGUF,
+        model_sha256=file_sha256(install / MODEL_GGUF),
+        data=_policy_mix(data),
+        config={key: value for key, value in trained.config.items() if key != "data"},
+        evaluation={},
+    )
+    shipped.save()
+    return shipped
+
+
+def _artefact(trained: TrainedModel) -> tuple[str, str | None]:
+    """The manifest key and SHA-256 of the file a model's measurements were made on."""
+    if trained.kind == "distilled":
+        return "model_sha256", trained.model_sha256
+    return "adapter_sha256", trained.adapter_sha256
+
+
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
     keys = ("n", "valid", "kind_agreement", "reward_agreement", "done_agreement", "similarity",
             "exact_match", "always_zero_reward", "always_zero_done", "invalid_output",
@@ -196,17 +284,30 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
 def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) -> None:
     """The pack model's report: what it was trained on, its held-out table and its rollouts."""
     trained, base = evaluation.get("trained", {}), evaluation.get("base", {})
-    size_mb = shipped.adapter_gguf.stat().st_size / 1e6 if shipped.adapter_gguf else 0.0
+    artefact = shipped.model_gguf or shipped.adapter_gguf
+    size_mb = artefact.stat().st_size / 1e6 if artefact else 0.0
+    config = shipped.config
+    if shipped.kind == "distilled":
+        what = (
+            f"Distilled model: a {config.get('parameters', 0) / 1e6:.2f}M-parameter Qwen2 (size "
+            f"`{config.get('size')}`, {config.get('shape', {}).get('layers')} layers, hidden "
+            f"{config.get('shape', {}).get('hidden')}, a {config.get('vocab_size')}-token tokenizer "
+            f"trained on the pack's text; one GGUF, {size_mb:.1f} MB) trained from scratch, read "
+            f"without the system prompt (`local:distilled`), "
+        )
+    else:
+        what = (
+            f"LoRA adapter (rank {config.get('lora_r')}, every linear layer, float16 GGUF, "
+            f"{size_mb:.1f} MB) of the embedded `{shipped.base}`, "
+        )
     lines = [
-        f"# The {shipped.domain} pack's trained experience model",
+        f"# The {shipped.domain} pack's trained experience model ({shipped.kind})",
         "",
-        f"LoRA adapter (rank {shipped.config.get('lora_r')}, every linear layer, float16 GGUF, "
-        f"{size_mb:.1f} MB) of the embedded `{shipped.base}`, "
-        f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
+        what + f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
         f"(episode ends weighted {shipped.config.get('end_weight', 1)}x) "
         f"({shipped.stats.get('seconds', 0) / 60:.0f} min, {shipped.stats.get('tokens_per_s')} tokens/s, "
         f"{shipped.stats.get('device')}). Prompt fingerprint `{shipped.prompt_fingerprint}` "
-        f"({shipped.state_mode} states). Rebuild: `{rebuild_command(shipped.domain)}`.",
+        f"({shipped.state_mode} states). Rebuild: `{rebuild_command(shipped.domain, shipped.kind)}`.",
         "",
         f"Data: {json.dumps(shipped.data.get('examples'))}, {shipped.data.get('train_tasks')} train tasks, "
         f"{shipped.data.get('test_tasks')} test tasks (no task in both), reasoning from "
@@ -257,9 +358,10 @@ def _stopped_evaluation(eval_file: Path, shipped: TrainedModel, config: BuildCon
     transitions), so a stopped evaluation still compares like with like; it counts when it is
     newer than the adapter it measured.
     """
-    if shipped.adapter_gguf is None or not shipped.adapter_gguf.is_file() or not eval_file.is_file():
+    artefact = shipped.model_gguf or shipped.adapter_gguf
+    if artefact is None or not artefact.is_file() or not eval_file.is_file():
         return None
-    if eval_file.stat().st_mtime < shipped.adapter_gguf.stat().st_mtime:
+    if eval_file.stat().st_mtime < artefact.stat().st_mtime:
         return None
     results = json.loads(eval_file.read_text(encoding="utf-8"))
     if len(results) != 2:  # a trained-only run leaves the base to the manifest; not adopted here
@@ -271,7 +373,8 @@ def _stopped_evaluation(eval_file: Path, shipped: TrainedModel, config: BuildCon
         "trained": _summary(trained["report"]),
         "seconds": {"base": base["seconds"], "trained": trained["seconds"]},
         "seed": trained["seed"],
-        "adapter_sha256": shipped.adapter_sha256,
+        "n": n,
+        **dict([_artefact(shipped)]),
         "base_measurement": {**config.base_measurement(shipped.prompt_fingerprint or ""), "n": n},
         "base_measured": "in this build",
         "stopped_after": n,
@@ -287,6 +390,24 @@ def _base_measurement(trained: TrainedModel) -> dict[str, Any] | None:
                "n": evaluation["base"].get("n"), "seed": evaluation.get("seed")}  # fmt: skip
     found: dict[str, Any] = evaluation.get("base_measurement", implied)
     return found
+
+
+def _sibling_base(target: Path, kind: TrainedKind, key: dict[str, Any]) -> dict[str, Any]:
+    """The base's numbers under ``key`` from the pack's model of the other kind, if it has them (else ``{}``).
+
+    Both kinds are measured against the same prompted base on the same held-out transitions,
+    so a build of one kind need not measure the base again after a build of the other. The
+    other kind lives where :class:`~dreamgym_env.experience.trained.PackModels` finds it.
+    """
+    if kind == "adapter":
+        sibling = PackModels.find(target).distilled
+    else:
+        sibling = PackModels.find(target.parent).adapter if target.name == DISTILLED_DIR else None
+    if sibling is None or _base_measurement(sibling) != key:
+        return {}
+    logger.info("eval: the base's numbers on these transitions come from the pack's %s", sibling.kind)
+    return {"base": sibling.evaluation["base"], "base_measurement": key,
+            "seconds": {"base": sibling.evaluation.get("seconds", {}).get("base")}}  # fmt: skip
 
 
 def _fmt(value: Any) -> str:
@@ -308,13 +429,12 @@ def build_pack_model(
     """Rebuild ``domain``'s trained experience model (see the module docstring); returns the installed manifest.
 
     ``work`` holds the data, the training run and the raw evaluations; ``install`` (default:
-    the pack's :attr:`~dreamgym_env.domain.Domain.experience_model_dir`) receives the
-    adapter, the manifest and the report. ``stages`` restricts the run to some stages (each
+    the pack's :attr:`~dreamgym_env.domain.Domain.experience_model_dir`, its ``distilled/``
+    folder for a distilled model) receives the model file, the manifest and the report. ``stages`` restricts the run to some stages (each
     needs the outputs of the ones before it).
     """
     from dreamgym_env.training.dataset import build_dataset
     from dreamgym_env.training.evaluate import compare_models, write_result
-    from dreamgym_env.training.train import TrainConfig, train_experience_model
 
     pack = get_domain(domain)
     config = config or BuildConfig()
@@ -324,6 +444,8 @@ def build_pack_model(
     target = Path(install) if install is not None else pack.experience_model_dir
     if target is None:
         raise ConfigurationError(f"the {pack.name!r} pack has no experience_model_dir: pass install=")
+    if install is None and config.kind == "distilled":
+        target = target / DISTILLED_DIR
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     data, model_dir, eval_file = work / "sft.jsonl", work / "model", work / "eval.json"
@@ -347,21 +469,21 @@ def build_pack_model(
             logger.info("stage 2/%d train: %s is current, kept", len(STAGES), model_dir)
         else:
             resume = any((model_dir / "checkpoints").glob("checkpoint-*"))  # none where no folder
-            started = begin("train", f"{config.steps} steps{' (resumed)' if resume else ''}")
-            recipe = TrainConfig(
-                **config.train_recipe(), save_steps=config.save_steps, threads=config.threads
+            started = begin(
+                "train", f"{config.steps} steps of the {config.kind}{' (resumed)' if resume else ''}"
             )
-            trained = train_experience_model(
-                data, config.base, model_dir, recipe, resume=resume, progress=progress
-            )
+            trained = config.train(data, model_dir, resume=resume, progress=progress)
             logger.info(
                 "train: %s steps in %.0f s", trained.stats.get("steps"), time.perf_counter() - started
             )
     if "export" in stages:
         trained = TrainedModel.load(model_dir)
         earlier = TrainedModel.find(target)
-        begin("export", f"float16 GGUF adapter and manifest into {target}")
-        exported = export_pack_model(trained, data, target)
+        begin("export", f"the {config.kind}'s GGUF and manifest into {target}")
+        if config.kind == "distilled":
+            exported = export_distilled_model(trained, data, target)
+        else:
+            exported = export_pack_model(trained, data, target)
         base_measured = _base_measurement(earlier) if earlier is not None else None
         if earlier is not None and base_measured is not None:  # the base's numbers outlive its adapter
             kept = {"base": earlier.evaluation["base"], "base_measurement": base_measured,
@@ -373,11 +495,15 @@ def build_pack_model(
     if shipped is None:
         raise DataError(f"no exported model in {target}: run the export stage first")
     evaluation = dict(shipped.evaluation)
-    measured = evaluation.get("adapter_sha256") == shipped.adapter_sha256
+    artefact_key, artefact_sha256 = _artefact(shipped)
+    measured = artefact_sha256 is not None and evaluation.get(artefact_key) == artefact_sha256
     if "eval" in stages and measured and evaluation.get("trained", {}).get("n") == config.eval_n:
-        logger.info("stage 4/%d eval: measured on this adapter already, kept", len(STAGES))
+        logger.info("stage 4/%d eval: measured on this model already, kept", len(STAGES))
     elif "eval" in stages:
         key = config.base_measurement(shipped.prompt_fingerprint or "")
+        if _base_measurement(shipped) != key:
+            evaluation.update(_sibling_base(target, config.kind, key))
+            shipped = replace(shipped, evaluation=evaluation)
         keep_base = not config.remeasure_base and _base_measurement(shipped) == key
         specs = [str(target)] if keep_base else [config.base, str(target)]
         started = begin(
@@ -405,7 +531,8 @@ def build_pack_model(
             trained=_summary(trained_result.report.to_dict()),
             seconds={**seconds, "trained": trained_result.seconds},
             seed=config.seed,
-            adapter_sha256=shipped.adapter_sha256,
+            n=trained_result.report.n,
+            **{artefact_key: artefact_sha256},
         )
         shipped = replace(shipped, evaluation=evaluation)
         shipped.save()
@@ -418,7 +545,7 @@ def build_pack_model(
         and done_rollouts
         and set(done_rollouts) == {config.rollouts}
     ):
-        logger.info("stage 5/%d rollouts: measured on this adapter already, kept", len(STAGES))
+        logger.info("stage 5/%d rollouts: measured on this model already, kept", len(STAGES))
     elif "rollouts" in stages and config.rollouts:
         from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, rollout_consistency
         from dreamgym_env.experience.local import LocalExperienceModel

@@ -1,8 +1,8 @@
 """The trained experience models the built-in packs ship: present, current with their prompts, small.
 
 These fail when a pack's prompt, state schema or request assembly (``PROMPT_VERSION``) changes
-without a rebuilt adapter (``dreamgym experience build --domain D``), when an adapter file is
-replaced without its manifest, or when a pack stops shipping its model.
+without a rebuilt model (``dreamgym experience build --domain D --kind adapter|distilled``), when a
+model file is replaced without its manifest, or when a pack stops shipping its model.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_a_shipped_model_is_current_with_its_packs_prompt_and_its_adapter_file(n
     pack = get_domain(name)
     trained = pack_models(pack).adapter
     assert trained is not None and trained.domain == name
-    assert trained.staleness(pack) is None, f"rebuild it: dreamgym experience build --domain {name}"
+    assert trained.staleness(pack) is None, f"rebuild it: dreamgym experience build --domain {name} --kind adapter"
     assert trained.state_mode == "structured"  # the synthetic ids' default mode
     assert trained.adapter_gguf is not None and file_sha256(trained.adapter_gguf) == trained.adapter_sha256
     assert trained.adapter_gguf.stat().st_size < MAX_ADAPTER_MB * 1e6
@@ -66,7 +66,7 @@ def test_a_shipped_distilled_model_is_current_and_measured_on_its_file(name):
     distilled = _distilled(name)
     assert distilled is not None and distilled.domain == name and distilled.base == "distilled"
     assert distilled.staleness(pack) is None, (
-        "rebuild it: dreamgym experience distill (docs/experience-models.md)"
+        f"rebuild it: dreamgym experience build --domain {name} --kind distilled"
     )
     assert distilled.model_gguf is not None and distilled.model_gguf.stat().st_size < MAX_DISTILLED_MB * 1e6
     assert distilled.evaluation["model_sha256"] == distilled.model_sha256 == file_sha256(distilled.model_gguf)

@@ -231,3 +231,14 @@ def test_messages_are_always_encodable(webshop_task):
     assert json.loads(action_block(user["content"])) == "search[shoes \ufffd]"
     assert "page \ufffd" in user["content"]
     (system["content"] + user["content"]).encode("utf-8")
+
+
+def test_the_tasks_hidden_world_follows_the_task_only_where_it_has_one(webshop_task):
+    from dreamgym_env.experience.prompt import WORLD_HEADER
+
+    plain = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page", action="search[x]")
+    assert WORLD_HEADER not in user_prompt(plain)
+    hidden = webshop_task.model_copy(update={"world": "drawer 1: a key 1\nEvery other receptacle starts empty."})
+    user = user_prompt(ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="search[x]"))
+    assert user.startswith(f"# Task\n{webshop_task.instruction}\n\n{WORLD_HEADER}\ndrawer 1: a key 1\n")
+    assert user.replace(f"{WORLD_HEADER}\n{hidden.world}\n\n", "") == user_prompt(plain)

@@ -16,6 +16,7 @@ from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel, file_sh
 from dreamgym_env.training import evaluate
 from dreamgym_env.training.build import REPORT_NAME, BuildConfig, build_pack_model
 from dreamgym_env.training.dataset import ends_episode, read_examples
+from dreamgym_env.training.distill import ModelSize
 
 WEBSHOP = get_domain("webshop")
 
@@ -129,7 +130,7 @@ def test_eval_and_report_write_the_table_beside_always_0_and_are_kept_on_a_rerun
     assert json.loads((work / "eval.json").read_text())[1]["report"]["valid"] == 1.0
     with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
         build_pack_model("webshop", work, config, install=work / "pack", stages=("eval",))
-    assert len(calls) == 1 and "measured on this adapter already, kept" in caplog.text
+    assert len(calls) == 1 and "measured on this model already, kept" in caplog.text
 
 
 def test_report_before_any_evaluation_is_an_error(built, config, tmp_path):
@@ -204,3 +205,68 @@ def test_a_stopped_evaluation_is_reported_from_its_last_complete_batch(built, co
     build_pack_model("webshop", work, config, install=install, stages=("export",))  # a newer adapter
     again = build_pack_model("webshop", work, config, install=install, stages=("report",))
     assert "stopped_after" not in again.evaluation and "trained" not in again.evaluation
+
+
+TINY_DISTILLED = ModelSize(hidden=32, layers=2, heads=2, ffn=64, context=2048)
+
+
+def test_a_distilled_build_installs_its_gguf_measures_it_and_names_its_rebuild(tmp_path, monkeypatch):
+    config = BuildConfig.for_kind(
+        "distilled", n=6, test_n=3, steps=2, save_steps=1, eval_n=4, rollouts=0, threads=1,
+        size=TINY_DISTILLED, vocab_size=400, max_minutes=5.0,
+    )  # fmt: skip
+    assert config.kind == "distilled" and config.learning_rate == 3e-3 and config.end_weight == 8
+    calls: list[list[str]] = []
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare(calls))
+    pack = tmp_path / "pack" / "distilled"
+    shipped = build_pack_model("webshop", tmp_path / "work", config, install=pack, progress=False)
+    assert shipped.kind == "distilled" and shipped.model_gguf == pack / "model.gguf"
+    assert shipped.model_sha256 == file_sha256(pack / "model.gguf") == shipped.evaluation["model_sha256"]
+    assert shipped.evaluation["n"] == 4 and calls == [[config.base, str(pack)]]
+    assert shipped.staleness(WEBSHOP) is None and shipped.system_prompt is False
+    report = (pack / REPORT_NAME).read_text()
+    assert "Distilled model" in report and "dreamgym experience build --domain webshop --kind distilled" in report
+    again = build_pack_model("webshop", tmp_path / "work", config, install=pack, stages=("train", "eval"))
+    assert again.model_sha256 == shipped.model_sha256 and len(calls) == 1  # current: neither trained nor measured again
+
+
+def test_the_build_command_defaults_to_the_kind_the_pack_prefers(monkeypatch):
+    from typer.testing import CliRunner
+
+    from dreamgym_env.cli import app
+    from dreamgym_env.training import build
+
+    seen = {}
+
+    def record(pack, work, config, *, install, stages):
+        seen.update(pack=pack.name, work=work, kind=config.kind, n=config.n, install=install)
+        return TrainedModel.load(Path(str(get_domain("alfworld").experience_model_dir)))
+
+    monkeypatch.setattr(build, "build_pack_model", record)
+    result = CliRunner().invoke(app, ["experience", "build", "--domain", "alfworld", "--stages", "report"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"pack": "alfworld", "work": Path("runs/experience/alfworld-distilled"), "kind": "distilled",
+                    "n": 6000, "install": None}  # fmt: skip
+    result = CliRunner().invoke(app, ["experience", "build", "--domain", "webshop", "--kind", "adapter", "--n", "9"])
+    assert result.exit_code == 0 and seen["kind"] == "adapter" and seen["n"] == 9
+    bad = CliRunner().invoke(app, ["experience", "build", "--domain", "webshop", "--kind", "oracle"])
+    assert bad.exit_code != 0 and "adapter or distilled" in bad.output
+
+
+def test_a_build_takes_the_bases_numbers_from_the_packs_other_kind(built, config, tmp_path, monkeypatch):
+    work, _ = built
+    calls: list[list[str]] = []
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare(calls))
+    distilled = BuildConfig.for_kind(
+        "distilled", n=6, test_n=3, steps=2, save_steps=1, eval_n=config.eval_n, rollouts=0, threads=1,
+        size=TINY_DISTILLED, vocab_size=400, max_minutes=5.0, base=config.base,
+    )  # fmt: skip
+    pack = tmp_path / "pack"
+    build_pack_model("webshop", tmp_path / "work", distilled, install=pack / "distilled", progress=False)
+    assert calls == [[config.base, str(pack / "distilled")]]
+    adapter = build_pack_model("webshop", work, config, install=pack, stages=("export", "eval"))
+    assert calls[1:] == [[str(pack)]]  # the base measured once, by the distilled build
+    assert adapter.evaluation["base"]["reward_agreement"] == 0.25
+    assert adapter.evaluation["base_measured"] == "in an earlier build"
+    elsewhere = build_pack_model("webshop", work, config, install=tmp_path / "alone", stages=("export", "eval"))
+    assert calls[2:] == [[config.base, str(tmp_path / "alone")]] and "base" in elsewhere.evaluation

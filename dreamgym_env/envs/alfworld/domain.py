@@ -106,6 +106,7 @@ class ALFWorldDomain(Domain):
             instruction=instruction,
             initial_state=start_text(world.receptacles, instruction),
             metadata=metadata,
+            world=world.starting_places(),
         )
 
     def make_reference_env(self, **kwargs: Any) -> ALFWorldRefEnv:

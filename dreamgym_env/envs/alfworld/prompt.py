@@ -6,20 +6,19 @@ from dreamgym_env.domain import DomainPrompt
 
 PROMPT = DomainPrompt(
     rules="""ALFWorld 0.3: a household text world. One room with numbered receptacles (cabinet 1, \
-fridge 1 ...) and objects (apple 1, mug 2 ...). The agent carries at most one object. Commands, \
-exactly so:
-- go to {recep}: move there (also where it already is).
+fridge 1 ...) and objects (apple 1, mug 2 ...). The agent carries at most one object. Commands:
+- go to {recep}: move there (also if there).
 - open/close {recep}: at it; cabinet, drawer, fridge, microwave and safe start closed, hiding \
 their contents.
 - take {obj} from {recep}: at it, visible, hands empty. Lamps cannot be taken.
 - put {obj} in/on {recep}: holding it, at it, open if it opens, and only where ALFRED lets the \
 type go (no apple in a cabinet, no candle in a garbagecan).
 - clean {obj} with sinkbasin, heat {obj} with microwave, cool {obj} with fridge: holding it, at \
-that receptacle (closed is fine), for types that can take the state; heat removes cool, cool hot.
+that receptacle (closed is fine), for types that take the state; heat undoes cool, cool hot.
 - slice {obj} with {knife}: holding a knife, an apple, bread, egg, lettuce, potato or tomato here.
 - use {lamp}: a lamp here; turns it on for good.
 - examine {obj|recep}, inventory, look.
-Anything else changes nothing.""",
+Anything else changes nothing. Objects start where "The world" says.""",
     state_format="""The next state is one observation in exactly these forms:
 - Start: "-= Welcome to TextWorld, ALFRED! =-\\n\\nYou are in the middle of a room. Looking \
 quickly around you, you see <list of receptacles>.\\n\\nYour task is to: <goal>".

@@ -128,6 +128,7 @@ def make_task(
         instruction=instruction,
         initial_state=start_text(world.receptacles, instruction),
         metadata={"goal": goal.to_dict(), "scene": world.scene, "world_seed": world.seed},
+        world=world.starting_places(),
     )
 
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS, ALFWorldRefEnv
+from dreamgym_env.envs.alfworld.tasks import world_of
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 
 # Hand-written solutions of fixed test tasks (rooms kitchen 42, bedroom 43, kitchen 44), in
@@ -368,3 +369,22 @@ def test_process_commands_are_offered_only_for_objects_that_take_the_state(env):
     assert env.step("heat bowl 1 with microwave 1")[0] == "Nothing happens."
     env.step("go to fridge 1")
     assert "cool bowl 1 with fridge 1" in env.admissible_actions()  # Coolable has the bowl
+
+
+@pytest.mark.parametrize("task_id", ["alfworld-test-00000", "alfworld-test-00002"])
+def test_the_tasks_hidden_world_is_what_the_room_shows(env, task_id):
+    """``Task.world`` (read by the experience model, never shown) lists what each receptacle holds at the start."""
+    _, info = env.reset(options={"task": task_id})
+    world = info["task"].world
+    assert world not in env.state and world.endswith("Every other receptacle starts empty.")
+    placed = dict(line.split(": ", 1) for line in world.splitlines()[:-1])
+    if task_id == "alfworld-test-00000":
+        assert "dishsponge 1" in placed["cabinet 12"]  # where SOLUTIONS takes it from
+    for receptacle in world_of(info["task"]).receptacles:  # each one seen first, from the start
+        env.reset(options={"task": task_id})
+        seen = env.step(f"go to {receptacle}")[0]
+        if "is closed" in seen:
+            seen = env.step(f"open {receptacle}")[0]
+        expected = placed[receptacle].split(", ") if receptacle in placed else []
+        assert all(f"a {obj}" in seen for obj in expected), (receptacle, seen)
+        assert (receptacle in placed) == ("you see nothing" not in seen), (receptacle, seen)
