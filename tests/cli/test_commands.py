@@ -148,5 +148,5 @@ def test_help_at_80_columns_cuts_no_word():
         assert "…" not in result.output, path
         helps[path] = " ".join(result.output.split())  # the words, whatever the wrapping
     assert "e.g. DreamGym/WebShop-v0 or DreamGym/WebShop-Ref-v0" in helps[("bench",)]
-    assert "(default runs/experience/<domain>)" in helps[("experience", "build")]
+    assert "(default runs/experience/<domain>-<kind>)" in helps[("experience", "build")]
     assert "(DREAMGYM_BASE_URL, DREAMGYM_MODEL, ...)" in helps[("serve",)]
