@@ -121,9 +121,7 @@ def requests_for(
             ExperienceRequest(
                 prompt=pack.prompt,
                 state_schema=schema,
-                carried_fields=pack.request_carried_fields(step.state, step.action)
-                if schema and carry
-                else [],
+                **(pack.answer_fields(step.state, step.action) if schema and carry else {}),
                 task=t.task,
                 state=step.state,
                 action=step.action,

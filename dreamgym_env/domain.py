@@ -302,19 +302,34 @@ class Domain(ABC):
         """
         return ()
 
-    def request_carried_fields(self, state: str, action: str) -> list[str]:
-        """:meth:`carried_fields` for a structured request's state JSON and action text.
+    def updated_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
+        """The abstract state's object fields of which the valid ``action`` can add or change entries, never remove one.
 
-        ``[]`` for a text-only domain or when the state or the action does not parse.
+        In structured mode the experience model writes only their new or changed entries (the
+        next state keeps the others), so a record of everything seen so far is not rewritten
+        every step. Like :meth:`carried_fields`, each must hold on the reference env. Default: none.
         """
+        return ()
+
+    def answer_fields(self, state: str, action: str) -> dict[str, list[str]]:
+        """A structured request's ``carried_fields`` and ``updated_fields`` for its state JSON and action text.
+
+        Both empty for a text-only domain or when the state or the action does not parse.
+        """
+        fields: dict[str, list[str]] = {"carried_fields": [], "updated_fields": []}
         if self.state_schema is None:
-            return []
+            return fields
         parsed = self.parse_action(action)
         try:
             abstract = self.parse_state(state)
         except ValueError:
-            return []
-        return [] if isinstance(parsed, ActionError) else list(self.carried_fields(abstract, parsed))
+            return fields
+        if isinstance(parsed, ActionError):
+            return fields
+        return {
+            "carried_fields": list(self.carried_fields(abstract, parsed)),
+            "updated_fields": list(self.updated_fields(abstract, parsed)),
+        }
 
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
         """The reward the domain computes for reaching ``state`` by ``action``, where it can.

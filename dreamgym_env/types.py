@@ -68,9 +68,11 @@ class Task(BaseModel):
 
     ``metadata`` holds domain data kept for scoring (for WebShop the goal: attributes, options,
     price bound, product type). ``parent_id`` is set on tasks the curriculum generated from a seed.
-    ``world`` is what the environment knows of the task and the agent does not (ALFWorld: where
-    every object starts), as a simulator knows its game file: the experience model reads it, no
-    observation shows it, and without it the model can only guess what a receptacle holds.
+    ``world`` is what the environment knows of the task and the agent does not (ALFWorld: what
+    each receptacle holds at the start), as a simulator knows its game file: the experience model
+    reads it, no observation shows it, and without it the model can only guess what a receptacle
+    holds. A line ``name: ...`` reaches a request only when its action names ``name``; any other
+    line reaches every request.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -126,11 +128,15 @@ class ExperienceRequest(BaseModel):
     ``carried_fields`` (structured mode) names the state's top-level fields that the action
     cannot change (``Domain.carried_fields``): the model does not write them, and the next state
     takes them from ``state``. Every token the model need not write costs nothing on a CPU.
+    ``updated_fields`` names object fields whose entries the action can add or change but never
+    removes (``Domain.updated_fields``): the model writes only the entries that are new or
+    different, and the next state takes the others from ``state``.
     """
 
     prompt: DomainPrompt
     state_schema: dict[str, Any] | None = None
     carried_fields: list[str] = Field(default_factory=list)
+    updated_fields: list[str] = Field(default_factory=list)
     task: Task
     history: list[Step] = Field(default_factory=list)
     state: str

@@ -313,12 +313,12 @@ class DreamEnv(gym.Env[str, str]):
             observation = self.domain.render_observation(feedback)
             return ReadyStep(step, info, observation=observation, keep_state=True)
         structured = self.state_mode == "structured"
+        abstract = self._abstract_state() if structured else None
         request = ExperienceRequest(
             prompt=self.domain.prompt,
             state_schema=self.domain.state_json_schema if structured else None,
-            carried_fields=list(self.domain.carried_fields(self._abstract_state(), parsed))
-            if structured
-            else [],
+            carried_fields=list(self.domain.carried_fields(abstract, parsed)) if abstract is not None else [],
+            updated_fields=list(self.domain.updated_fields(abstract, parsed)) if abstract is not None else [],
             task=self.task,
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,

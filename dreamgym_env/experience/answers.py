@@ -73,6 +73,7 @@ class AnswerJudge:
     max_reasks: int
     state_schema: dict[str, Any] | None = None
     carried: dict[str, Any] = field(default_factory=dict)
+    updated: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     reasks: int = 0
     prompt_tokens: int = 0
@@ -103,7 +104,7 @@ class AnswerJudge:
                 model=self.model_id,
             )
             try:
-                return parse_transition(output, usage, self.state_schema, self.carried)
+                return parse_transition(output, usage, self.state_schema, self.carried, self.updated)
             except OutputParseError as exc:
                 problem = str(exc)
         self.reasks += 1

@@ -34,6 +34,7 @@ from dreamgym_env.experience.prompt import (
     clip,
     messages,
     transition_schema,
+    updated_values,
 )
 from dreamgym_env.types import ExperienceRequest, Transition
 
@@ -158,6 +159,7 @@ class ChatExperienceModel(ExperienceModel):
             self.max_reasks,
             answer_schema,
             carried_values(request),
+            updated_values(request),
         )
         schema = transition_schema(answer_schema)
         conversation, calls, cached = base, 0, 0

@@ -104,13 +104,17 @@ def _text_state(value: Any) -> str:
 
 
 def structured_state(
-    value: Any, state_schema: Mapping[str, Any], carried: Mapping[str, Any] | None = None
+    value: Any,
+    state_schema: Mapping[str, Any],
+    carried: Mapping[str, Any] | None = None,
+    updated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """The canonical JSON of a structured next state, checked against the domain's state schema.
 
     ``carried``: fields the model was told to leave out (``state_schema`` is then the schema
     without them) and their values, which the state takes; a model that wrote them anyway is
-    overruled, not re-asked.
+    overruled, not re-asked. ``updated``: object fields of which the model wrote only the new or
+    changed entries, with their current values; the state keeps the entries it did not write.
     """
     from jsonschema import Draft202012Validator
 
@@ -129,6 +133,8 @@ def structured_state(
         raise OutputParseError(
             f"'next_state' does not fit the state schema at {where}: {error.message[:200]}"
         )
+    for name, current in (updated or {}).items():
+        value[name] = {**current, **value.get(name, {})}
     if carried:
         value = {**carried, **value}
     return utf8_safe(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
@@ -139,11 +145,12 @@ def parse_transition(
     usage: Usage | None = None,
     state_schema: Mapping[str, Any] | None = None,
     carried: Mapping[str, Any] | None = None,
+    updated: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Transition:
     """Parse a model's answer (see the module docstring for what is accepted).
 
     With ``state_schema`` (structured mode) the next state must be a JSON object valid under it,
-    and is kept as its compact JSON, completed with the ``carried`` fields (see
+    and is kept as its compact JSON, completed with the ``carried`` and ``updated`` fields (see
     :func:`structured_state`); otherwise it must be a non-empty string within
     :data:`MAX_STATE_CHARS`. Raises :class:`OutputParseError` naming the first problem.
     """
@@ -151,7 +158,9 @@ def parse_transition(
     data = _answer_object(_THINK.sub("", text))
     raw_state = _field(data, _STATE_KEYS)
     next_state = (
-        _text_state(raw_state) if state_schema is None else structured_state(raw_state, state_schema, carried)
+        _text_state(raw_state)
+        if state_schema is None
+        else structured_state(raw_state, state_schema, carried, updated)
     )
     reward = _as_reward(_field(data, ("reward",)))
     terminated = _as_bool(_field(data, _DONE_KEYS))

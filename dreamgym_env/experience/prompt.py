@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -163,6 +164,14 @@ def carried_values(request: ExperienceRequest) -> dict[str, Any]:
     return {name: current[name] for name in request.carried_fields if name in current}
 
 
+def updated_values(request: ExperienceRequest) -> dict[str, dict[str, Any]]:
+    """The current state's values of the request's updated fields (entries the model does not write are kept)."""
+    if request.state_schema is None or not request.updated_fields:
+        return {}
+    current = json.loads(request.state)
+    return {name: dict(current.get(name) or {}) for name in request.updated_fields}
+
+
 def state_fields(state_schema: dict[str, Any]) -> str:
     """The state schema's fields as short lines (name, type, description), nested objects indented."""
     definitions = state_schema.get("$defs", {})
@@ -264,6 +273,24 @@ def _history_state(state: str, request: ExperienceRequest) -> str:
 
 WORLD_HEADER = "# The world, hidden from the agent"
 """Heads the task's :attr:`~dreamgym_env.types.Task.world` in a request (only where a task has one)."""
+_WORLD_ENTRY = re.compile(r"^([^:\n]+): ")
+
+
+def world_lines(world: str, action: str) -> list[str]:
+    """The lines of a task's world that a request shows: ``name: ...`` where the action names ``name``, any other.
+
+    Only what the action touches, so that a small model copies it from next to the action
+    instead of finding it in a long list (a name counts as a whole word: ``cabinet 1`` is not
+    in ``go to cabinet 12``).
+    """
+    shown = []
+    for line in world.splitlines():
+        entry = _WORLD_ENTRY.match(line)
+        if entry is None or re.search(rf"(?<!\w){re.escape(entry.group(1))}(?!\w)", action):
+            shown.append(line)
+    return shown
+
+
 DEMONSTRATIONS_HEADER = "# Real transitions of this environment (reward 0 and not done unless shown)"
 STRUCTURED_DEMONSTRATIONS_HEADER = (
     "# Real transitions of this environment (reward 0 and not done unless shown; "
@@ -300,8 +327,6 @@ def user_prompt(request: ExperienceRequest) -> str:
     """The user message for one request."""
     instruction = request.task.instruction.strip()
     parts = [] if instruction and instruction in request.state else [f"# Task\n{instruction}"]
-    if request.task.world:
-        parts.append(f"{WORLD_HEADER}\n{request.task.world}")
     if request.demonstrations:
         parts.append(_demonstrations(request))
     if request.history:
@@ -312,13 +337,16 @@ def user_prompt(request: ExperienceRequest) -> str:
         parts.append("# Interaction history (oldest first)\n" + "\n".join(lines))
     parts.append(f"# Current state\n{request.state}")
     parts.append(f"# Agent action\n<action>{quote_action(request.action)}</action>")
+    if shown := world_lines(request.task.world, request.action):
+        parts.append(WORLD_HEADER + "\n" + "\n".join(shown))
+    answer = ["Answer with the JSON object."]
     if request.state_schema is not None and request.carried_fields:
         kept = ", ".join(request.carried_fields)
-        parts.append(
-            f"Answer with the JSON object. Leave {kept} out of next_state: the action keeps them as they are."
-        )
-    else:
-        parts.append("Answer with the JSON object.")
+        answer.append(f"Leave {kept} out of next_state: the action keeps them as they are.")
+    if request.state_schema is not None and request.updated_fields:
+        entries = ", ".join(request.updated_fields)
+        answer.append(f"In {entries} write only the entries the action adds or changes.")
+    parts.append(" ".join(answer))
     return "\n\n".join(parts)
 
 

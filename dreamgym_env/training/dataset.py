@@ -48,6 +48,7 @@ from dreamgym_env.experience.prompt import (
     clip,
     messages,
     prompt_fingerprint,
+    updated_values,
     user_prompt,
 )
 from dreamgym_env.replay.jsonl import numbered_lines
@@ -110,9 +111,10 @@ def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -
     """The target answer, as a model constrained to the transition schema would write it.
 
     In structured mode ``next_state`` is the state's JSON object less the request's carried
-    fields; a whole-number reward is written as an integer (the prompt asks for ``0 or 1``).
-    The answer is checked with the
-    backends' own parser, so a target that no backend would accept raises :class:`DataError`.
+    fields, its updated fields holding only their new or changed entries; a whole-number reward
+    is written as an integer (the prompt asks for ``0 or 1``). The answer is read back with the
+    backends' own parser, so a target that no backend would accept, or that does not give the
+    true next state back (a field the pack wrongly calls carried or updated), raises :class:`DataError`.
     """
     structured = request.state_schema is not None
     reward: float | int = int(truth.reward) if float(truth.reward).is_integer() else truth.reward
@@ -121,6 +123,8 @@ def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -
         next_state = {
             k: v for k, v in json.loads(truth.next_state).items() if k not in request.carried_fields
         }
+        for name, current in updated_values(request).items():
+            next_state[name] = {k: v for k, v in (next_state.get(name) or {}).items() if current.get(k) != v}
     answer = {
         "reasoning": reasoning,
         "next_state": next_state,
@@ -129,11 +133,18 @@ def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -
     }
     text = json.dumps(answer, ensure_ascii=False)
     try:
-        parse_transition(text, Usage(), answer_state_schema(request), carried_values(request))
+        parsed = parse_transition(
+            text, Usage(), answer_state_schema(request), carried_values(request), updated_values(request)
+        )
     except OutputParseError as exc:
         raise DataError(
             f"task {request.task.id!r}: the reference answer is not a valid transition: {exc}"
         ) from exc
+    if structured and json.loads(parsed.next_state) != json.loads(truth.next_state):
+        raise DataError(
+            f"task {request.task.id!r}: the answer without its carried and updated fields does not "
+            f"give the next state back after {request.action!r}"
+        )
     return text
 
 
@@ -216,7 +227,7 @@ def sft_example(
 
     ``prompt`` is exactly :func:`~dreamgym_env.experience.prompt.messages` for the request;
     ``completion`` is the assistant's answer. ``request`` keeps the request's episode part
-    (task, history, state, action, carried fields); its domain part (prompt, state schema) is the domain's.
+    (task, history, state, action, carried and updated fields); its domain part (prompt, state schema) is the domain's.
     """
     return {
         "prompt": messages(request.prompt, request),
@@ -230,7 +241,7 @@ def sft_example(
         "policy": policy,
         "reasoning_source": reasoning_source,
         "request": request.model_dump(
-            mode="json", include={"task", "history", "state", "action", "carried_fields"}
+            mode="json", include={"task", "history", "state", "action", "carried_fields", "updated_fields"}
         ),
     }
 

@@ -233,12 +233,18 @@ def test_messages_are_always_encodable(webshop_task):
     (system["content"] + user["content"]).encode("utf-8")
 
 
-def test_the_tasks_hidden_world_follows_the_task_only_where_it_has_one(webshop_task):
+def test_the_tasks_hidden_world_follows_the_action_with_the_lines_it_names(webshop_task):
     from dreamgym_env.experience.prompt import WORLD_HEADER
 
-    plain = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page", action="search[x]")
+    plain = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page", action="go to drawer 1")
     assert WORLD_HEADER not in user_prompt(plain)
-    hidden = webshop_task.model_copy(update={"world": "drawer 1: a key 1\nEvery other receptacle starts empty."})
-    user = user_prompt(ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="search[x]"))
-    assert user.startswith(f"# Task\n{webshop_task.instruction}\n\n{WORLD_HEADER}\ndrawer 1: a key 1\n")
-    assert user.replace(f"{WORLD_HEADER}\n{hidden.world}\n\n", "") == user_prompt(plain)
+    world = "drawer 1: key 1\ndrawer 12: pen 2\ncabinet 1: nothing\nThe room is dark."
+    hidden = webshop_task.model_copy(update={"world": world})
+    user = user_prompt(ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="go to drawer 1"))
+    shown = f"{WORLD_HEADER}\ndrawer 1: key 1\nThe room is dark.\n\n"  # not drawer 12, not cabinet 1
+    assert "</action>\n\n" + shown in user
+    assert user.replace(shown, "") == user_prompt(plain)
+    put = user_prompt(
+        ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="put key 1 in/on cabinet 1")
+    )
+    assert "drawer 1: key 1" not in put and "cabinet 1: nothing" in put

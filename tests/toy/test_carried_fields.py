@@ -45,15 +45,20 @@ def test_carried_fields_never_change_on_the_reference_env(name):
     steps = [
         s for policy in ("expert", "noisy", "random") for s in structured_steps(name, policy, 25, seed=3)
     ]
-    carried_sets = set()
+    carried_sets, updated_seen = set(), 0
     for step in steps:
-        carried = domain.request_carried_fields(step.state, step.action)
+        fields = domain.answer_fields(step.state, step.action)
         before, after = json.loads(step.state), json.loads(step.next_state)
-        assert "instruction" in carried
-        for field in carried:
+        assert "instruction" in fields["carried_fields"]
+        for field in fields["carried_fields"]:
             assert after[field] == before[field], (step.action, field)
-        carried_sets.add(tuple(carried))
+        for field in fields["updated_fields"]:  # entries are added or changed, never removed
+            assert set(before[field]) <= set(after[field]), (step.action, field)
+            updated_seen += after[field] != before[field]
+        carried_sets.add(tuple(fields["carried_fields"]))
     assert len(steps) > 150
+    if name == "alfworld":  # the seen receptacles grow and change through updates
+        assert updated_seen > 50 and len(carried_sets) >= 5
     if name == "webshop":  # every rule of the shop's navigation was exercised
         assert {
             ("instruction",),
@@ -67,9 +72,9 @@ def test_carried_fields_never_change_on_the_reference_env(name):
 def test_webshop_keeps_only_the_instruction_where_the_page_is_new():
     domain = get_domain("webshop")
     search = domain.initial_abstract_state(domain.tasks("test")[0]).model_dump_json()
-    assert domain.request_carried_fields(search, "search[yoga mat]") == ["instruction"]
-    assert domain.request_carried_fields(search, "not an action") == []
-    assert domain.request_carried_fields("{not json", "search[x]") == []
+    assert domain.answer_fields(search, "search[yoga mat]")["carried_fields"] == ["instruction"]
+    assert domain.answer_fields(search, "not an action")["carried_fields"] == []
+    assert domain.answer_fields("{not json", "search[x]")["carried_fields"] == []
 
 
 def test_the_answer_schema_leaves_the_carried_fields_out_of_properties_and_rules():
@@ -102,9 +107,8 @@ def test_the_parser_completes_the_state_and_overrules_a_carried_field_written_an
     assert json.loads(transition.next_state)["goal"] == "find the gem"
     with pytest.raises(OutputParseError, match="room"):  # what the model must write, it must write
         parse_transition(json.dumps({**answer, "next_state": {}}), None, schema, {"goal": "g"})
-    assert toy.request_carried_fields(ToyState(room="hall", goal="g").model_dump_json(), "MOVE north") == [
-        "goal"
-    ]
+    fields = toy.answer_fields(ToyState(room="hall", goal="g").model_dump_json(), "MOVE north")
+    assert fields == {"carried_fields": ["goal"], "updated_fields": []}
 
 
 def test_the_endpoint_is_asked_for_the_fields_that_change_and_the_env_keeps_the_rest():
@@ -151,3 +155,47 @@ def test_sft_targets_leave_the_carried_fields_out_and_rows_keep_them():
     )
     assert json.loads(parsed.next_state) == json.loads(truth.next_state)
     assert "Leave kind, instruction, query, page, item out" in user_prompt(request)
+
+
+def test_the_parser_keeps_the_entries_of_an_updated_field_the_model_did_not_write():
+    schema = without_fields(get_domain("alfworld").state_json_schema or {}, ["instruction", "receptacles"])
+    seen = {"cabinet 1": ["mug 1"], "fridge 1": []}
+    answer = {
+        "reasoning": "r",
+        "next_state": {"location": "fridge 1", "is_open": True, "seen": {"fridge 1": ["apple 2"]}},
+        "reward": 0,
+        "done": False,
+    }
+    carried = {"instruction": "x", "receptacles": ["cabinet 1", "fridge 1"]}
+    state = json.loads(parse_transition(json.dumps(answer), None, schema, carried, {"seen": seen}).next_state)
+    assert state["seen"] == {"cabinet 1": ["mug 1"], "fridge 1": ["apple 2"]}
+    whole = {**answer, "next_state": {**answer["next_state"], "seen": {**seen, "fridge 1": ["apple 2"]}}}
+    again = json.loads(parse_transition(json.dumps(whole), None, schema, carried, {"seen": seen}).next_state)
+    assert again == state  # a model that wrote every entry gives the same state
+    with pytest.raises(OutputParseError, match="seen"):  # an entry is still checked against the schema
+        bad = {**answer, "next_state": {**answer["next_state"], "seen": {"fridge 1": "apple 2"}}}
+        parse_transition(json.dumps(bad), None, schema, carried, {"seen": seen})
+
+
+def test_alfworld_targets_write_only_the_seen_entries_a_command_changes():
+    domain = get_domain("alfworld")
+    env = domain.make_reference_env(split="train", max_steps=domain.max_episode_steps)
+    played = collect_trajectories(
+        env, make_policy("expert", domain), 3, seed=0, progress=False, state_mode="structured"
+    )
+    pairs = reference_transitions(played, domain)
+    go = next(
+        p for p in pairs if p.request.action.startswith("go to ") and len(json.loads(p.request.state)["seen"]) >= 2
+    )
+    request, truth = go.request, go.truth
+    assert request.updated_fields == ["seen"] and "inventory" in request.carried_fields
+    row = sft_example(request, truth, "arrive", split="train", policy="expert", reasoning_source="reference")
+    target = json.loads(row["completion"][0]["content"])["next_state"]
+    assert list(target["seen"]) == [request.action.removeprefix("go to ")] or target["seen"] == {}
+    assert "inventory" not in target and "location" in target
+    again = request_of(row, domain)
+    assert again.updated_fields == ["seen"]
+    assert "In seen write only the entries the action adds or changes." in user_prompt(request)
+    for command in ("inventory", "look"):  # they show what is known and change nothing of it
+        fields = domain.answer_fields(request.state, command)
+        assert fields["updated_fields"] == [] and "seen" in fields["carried_fields"]

@@ -14,7 +14,7 @@ from dreamgym_env.envs.alfworld.prompt import PROMPT
 from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
 from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS, ALFWorldState, render
 from dreamgym_env.envs.alfworld.state import admissible_actions as state_admissible_actions
-from dreamgym_env.envs.alfworld.tasks import world_of
+from dreamgym_env.envs.alfworld.tasks import starting_places, world_of
 from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
@@ -26,6 +26,27 @@ if TYPE_CHECKING:
 
 DEFAULT_SCENE, DEFAULT_SEED = "kitchen", 0
 """The room of a free instruction that states no goal of this domain."""
+
+
+STATE_FIELDS = tuple(ALFWorldState.model_fields)
+ANSWERED = ("event", "feedback")
+"""Fields every answer writes: what the step showed."""
+CHANGES: dict[str, tuple[str, ...]] = {
+    "go": ("location", "is_open", "seen"),
+    "open": ("is_open", "seen"),
+    "close": ("is_open",),
+    "take": ("seen", "inventory"),
+    "put": ("seen", "inventory"),
+    "clean": ("object_states",),
+    "heat": ("object_states",),
+    "cool": ("object_states",),
+    "slice": ("object_states",),
+    "use": ("lamps_on",),
+    "examine": ("seen",),
+}
+"""Command verb -> the state fields beside ``event`` and ``feedback`` that it can change
+(alfworld's :class:`~dreamgym_env.envs.alfworld.household.Household` transitions); ``inventory``
+and ``look`` change none. A command that fails changes nothing (``Nothing happens.``)."""
 
 
 class ALFWorldDomain(Domain):
@@ -106,7 +127,7 @@ class ALFWorldDomain(Domain):
             instruction=instruction,
             initial_state=start_text(world.receptacles, instruction),
             metadata=metadata,
-            world=world.starting_places(),
+            world=starting_places(world),
         )
 
     def make_reference_env(self, **kwargs: Any) -> ALFWorldRefEnv:
@@ -135,8 +156,13 @@ class ALFWorldDomain(Domain):
         return ALFWorldTaskVariations(self)
 
     def carried_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
-        """The instruction and the room's receptacles: no action changes them."""
-        return ("instruction", "receptacles")
+        """What a command cannot change (:data:`CHANGES`): the instruction and the receptacles always."""
+        changed = CHANGES.get(action.verb, ())
+        return tuple(name for name in STATE_FIELDS if name not in changed and name not in ANSWERED)
+
+    def updated_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
+        """``seen`` where the command can look into a receptacle or move an object (one entry at most)."""
+        return ("seen",) if "seen" in CHANGES.get(action.verb, ()) else ()
 
     def rubric_reward(self, task: Task, state: Any, action: ParsedAction) -> float | None:
         """1.0 when the state shows the task's goal met (:func:`~dreamgym_env.envs.alfworld.goal.state_satisfies`), else 0.0.

@@ -14,7 +14,7 @@ import random
 from functools import cache
 
 from dreamgym_env.envs.alfworld.goal import PROCESS, Goal
-from dreamgym_env.envs.alfworld.state import start_text
+from dreamgym_env.envs.alfworld.state import listing_key, start_text
 from dreamgym_env.envs.alfworld.world import World, kind_of, load_world, make_world, object_types
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.errors import ConfigurationError
@@ -59,6 +59,18 @@ def world_of(task: Task) -> World:
     if not isinstance(scene, str) or not isinstance(seed, int) or isinstance(seed, bool):
         raise ConfigurationError(f"task {task.id!r} names no ALFWorld room (metadata scene and world_seed)")
     return load_world(scene, seed)
+
+
+def starting_places(world: World) -> str:
+    """What each receptacle holds at the start, one line each (``nothing`` if empty), listed as ALFWorld lists.
+
+    The text of a task's :attr:`~dreamgym_env.types.Task.world`: a request shows the lines of
+    the receptacles its action names, which is what the agent sees there when it first looks.
+    """
+    return "\n".join(
+        f"{r}: {', '.join(sorted(objs, key=listing_key)) or 'nothing'}"
+        for r, objs in world.contents().items()
+    )
 
 
 def candidate_goals(world: World) -> dict[str, list[Goal]]:
@@ -128,7 +140,7 @@ def make_task(
         instruction=instruction,
         initial_state=start_text(world.receptacles, instruction),
         metadata={"goal": goal.to_dict(), "scene": world.scene, "world_seed": world.seed},
-        world=world.starting_places(),
+        world=starting_places(world),
     )
 
 

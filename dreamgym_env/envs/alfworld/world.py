@@ -354,15 +354,6 @@ class World:
         """The receptacles or objects of a type, in listing order."""
         return [n for n in (*self.receptacles, *self.objects) if kind_of(n) == kind]
 
-    def starting_places(self) -> str:
-        """Where every object starts, one line per receptacle that holds any, in the room's order.
-
-        The text of a task's :attr:`~dreamgym_env.types.Task.world`: what a receptacle shows
-        when the agent first looks, so the experience model need not invent it.
-        """
-        lines = [f"{r}: {', '.join(objs)}" for r, objs in self.contents().items() if objs]
-        return "\n".join([*lines, "Every other receptacle starts empty."])
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "scene": self.scene,
