@@ -134,13 +134,19 @@ def test_the_endpoint_is_asked_for_the_fields_that_change_and_the_env_keeps_the_
     assert "- goal (string)" in body["messages"][0]["content"]  # the system prompt stays the same
 
 
-def test_sft_targets_leave_the_carried_fields_out_and_rows_keep_them():
-    domain = get_domain("webshop")
+def expert_transitions(name: str) -> list[Any]:
+    """The structured reference transitions of three expert episodes on ``name``'s train tasks."""
+    domain = get_domain(name)
     env = domain.make_reference_env(split="train", max_steps=domain.max_episode_steps)
     played = collect_trajectories(
         env, make_policy("expert", domain), 3, seed=0, progress=False, state_mode="structured"
     )
-    pairs = reference_transitions(played, domain)
+    return reference_transitions(played, domain)
+
+
+def test_sft_targets_leave_the_carried_fields_out_and_rows_keep_them():
+    domain = get_domain("webshop")
+    pairs = expert_transitions("webshop")
     pair = next(p for p in pairs if "item" in p.request.carried_fields)
     request, truth = pair.request, pair.truth
     row = sft_example(
@@ -179,13 +185,11 @@ def test_the_parser_keeps_the_entries_of_an_updated_field_the_model_did_not_writ
 
 def test_alfworld_targets_write_only_the_seen_entries_a_command_changes():
     domain = get_domain("alfworld")
-    env = domain.make_reference_env(split="train", max_steps=domain.max_episode_steps)
-    played = collect_trajectories(
-        env, make_policy("expert", domain), 3, seed=0, progress=False, state_mode="structured"
-    )
-    pairs = reference_transitions(played, domain)
+    pairs = expert_transitions("alfworld")
     go = next(
-        p for p in pairs if p.request.action.startswith("go to ") and len(json.loads(p.request.state)["seen"]) >= 2
+        p
+        for p in pairs
+        if p.request.action.startswith("go to ") and len(json.loads(p.request.state)["seen"]) >= 2
     )
     request, truth = go.request, go.truth
     assert request.updated_fields == ["seen"] and "inventory" in request.carried_fields
