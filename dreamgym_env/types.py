@@ -71,8 +71,8 @@ class Task(BaseModel):
     ``world`` is what the environment knows of the task and the agent does not (ALFWorld: what
     each receptacle holds at the start), as a simulator knows its game file: the experience model
     reads it, no observation shows it, and without it the model can only guess what a receptacle
-    holds. A line ``name: ...`` reaches a request only when its action names ``name``; any other
-    line reaches every request.
+    holds. A line ``name: ...`` (or ``"name": ...``) reaches a request only when its action names
+    ``name``; any other line reaches every request.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -273,11 +273,11 @@ def _history_state(state: str, request: ExperienceRequest) -> str:
 
 WORLD_HEADER = "# The world, hidden from the agent"
 """Heads the task's :attr:`~dreamgym_env.types.Task.world` in a request (only where a task has one)."""
-_WORLD_ENTRY = re.compile(r"^([^:\n]+): ")
+_WORLD_ENTRY = re.compile(r'^(?:"([^"\n]+)"|([^:\n]+)): ')
 
 
 def world_lines(world: str, action: str) -> list[str]:
-    """The lines of a task's world that a request shows: ``name: ...`` where the action names ``name``, any other.
+    """The lines of a task's world that a request shows: ``name: ...`` (or ``"name": ...``) where the action names ``name``, any other.
 
     Only what the action touches, so that a small model copies it from next to the action
     instead of finding it in a long list (a name counts as a whole word: ``cabinet 1`` is not
@@ -286,7 +286,8 @@ def world_lines(world: str, action: str) -> list[str]:
     shown = []
     for line in world.splitlines():
         entry = _WORLD_ENTRY.match(line)
-        if entry is None or re.search(rf"(?<!\w){re.escape(entry.group(1))}(?!\w)", action):
+        name = entry and (entry.group(1) or entry.group(2))
+        if not name or re.search(rf"(?<!\w){re.escape(name)}(?!\w)", action):
             shown.append(line)
     return shown
 

@@ -248,3 +248,12 @@ def test_the_tasks_hidden_world_follows_the_action_with_the_lines_it_names(websh
         ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="put key 1 in/on cabinet 1")
     )
     assert "drawer 1: key 1" not in put and "cabinet 1: nothing" in put
+
+
+def test_a_world_line_of_a_quoted_name_reaches_the_requests_that_name_it(webshop_task):
+    from dreamgym_env.experience.prompt import world_lines
+
+    world = '"cabinet 1": ["mug 1"]\n"cabinet 12": []'
+    assert world_lines(world, "go to cabinet 12") == ['"cabinet 12": []']
+    assert world_lines(world, "take mug 1 from cabinet 1") == ['"cabinet 1": ["mug 1"]']
+    assert world_lines(world, "look") == []

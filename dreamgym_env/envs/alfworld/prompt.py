@@ -18,7 +18,7 @@ that receptacle (closed is fine), for types that take the state; heat undoes coo
 - slice {obj} with {knife}: holding a knife, an apple, bread, egg, lettuce, potato or tomato here.
 - use {lamp}: a lamp here; turns it on for good.
 - examine {obj|recep}, inventory, look.
-Anything else changes nothing. Receptacles start as "The world" says.""",
+Anything else changes nothing. Receptacles start as "The world" lists.""",
     state_format="""The next state is one observation in exactly these forms:
 - Start: "-= Welcome to TextWorld, ALFRED! =-\\n\\nYou are in the middle of a room. Looking \
 quickly around you, you see <list of receptacles>.\\n\\nYour task is to: <goal>".

@@ -10,11 +10,12 @@ task never shares its room with a train task.
 
 from __future__ import annotations
 
+import json
 import random
 from functools import cache
 
 from dreamgym_env.envs.alfworld.goal import PROCESS, Goal
-from dreamgym_env.envs.alfworld.state import listing_key, start_text
+from dreamgym_env.envs.alfworld.state import start_text
 from dreamgym_env.envs.alfworld.world import World, kind_of, load_world, make_world, object_types
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.errors import ConfigurationError
@@ -62,15 +63,13 @@ def world_of(task: Task) -> World:
 
 
 def starting_places(world: World) -> str:
-    """What each receptacle holds at the start, one line each (``nothing`` if empty), listed as ALFWorld lists.
+    """What each receptacle holds at the start, one line each: ``"cabinet 5": ["bowl 2", "soapbottle 1"]``.
 
     The text of a task's :attr:`~dreamgym_env.types.Task.world`: a request shows the lines of
-    the receptacles its action names, which is what the agent sees there when it first looks.
+    the receptacles its action names. Each is written as the state's ``seen`` entry of a first
+    look inside (the same JSON, the same order), so a model that looks copies it as it stands.
     """
-    return "\n".join(
-        f"{r}: {', '.join(sorted(objs, key=listing_key)) or 'nothing'}"
-        for r, objs in world.contents().items()
-    )
+    return "\n".join(f"{json.dumps(r)}: {json.dumps(objs)}" for r, objs in world.contents().items())
 
 
 def candidate_goals(world: World) -> dict[str, list[Goal]]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import warnings
 
 import gymnasium as gym
@@ -377,7 +378,8 @@ def test_the_tasks_hidden_world_is_what_the_room_shows(env, task_id):
     _, info = env.reset(options={"task": task_id})
     world = info["task"].world
     assert world not in env.state
-    placed = {r: objs for r, objs in (line.split(": ", 1) for line in world.splitlines()) if objs != "nothing"}
+    lines = [json.loads("{" + line + "}") for line in world.splitlines()]
+    placed = {r: ", ".join(objs) for line in lines for r, objs in line.items() if objs}
     assert len(world.splitlines()) == len(world_of(info["task"]).receptacles)  # one line a receptacle
     if task_id == "alfworld-test-00000":
         assert "dishsponge 1" in placed["cabinet 12"]  # where SOLUTIONS takes it from
