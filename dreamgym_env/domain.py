@@ -311,6 +311,17 @@ class Domain(ABC):
         """
         return ()
 
+    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
+        """The lines of what the environment knows and the agent does not that a request for ``action`` shows.
+
+        ``state`` is the request's state (JSON in structured mode, else text); ``action`` a valid
+        action's text. The default is the whole of :attr:`Task.world <dreamgym_env.types.Task.world>`.
+        A pack shows only what the action touches, next to it, so that a small model copies it
+        instead of finding it in a long list: ALFWorld the starting places of the receptacles
+        an action names, WebShop what its search engine and catalog answer.
+        """
+        return tuple(task.world.splitlines())
+
     def answer_fields(self, state: str, action: str) -> dict[str, list[str]]:
         """A structured request's ``carried_fields`` and ``updated_fields`` for its state JSON and action text.
 

@@ -71,8 +71,8 @@ class Task(BaseModel):
     ``world`` is what the environment knows of the task and the agent does not (ALFWorld: what
     each receptacle holds at the start), as a simulator knows its game file: the experience model
     reads it, no observation shows it, and without it the model can only guess what a receptacle
-    holds. A line ``name: ...`` (or ``"name": ...``) reaches a request only when its action names
-    ``name``; any other line reaches every request.
+    holds. Which of its lines a request shows is the domain's choice
+    (:meth:`~dreamgym_env.domain.Domain.world_lines`; by default all of them).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -131,6 +131,10 @@ class ExperienceRequest(BaseModel):
     ``updated_fields`` names object fields whose entries the action can add or change but never
     removes (``Domain.updated_fields``): the model writes only the entries that are new or
     different, and the next state takes the others from ``state``.
+
+    ``world`` holds the lines of what the environment knows and the agent does not that this
+    action touches (``Domain.world_lines``: ALFWorld's starting places of the receptacles it
+    names, WebShop's search results and product facts); the prompt shows them after the action.
     """
 
     prompt: DomainPrompt
@@ -141,6 +145,7 @@ class ExperienceRequest(BaseModel):
     history: list[Step] = Field(default_factory=list)
     state: str
     action: str
+    world: list[str] = Field(default_factory=list)
     demonstrations: list[Demonstration] = Field(default_factory=list)
 
 

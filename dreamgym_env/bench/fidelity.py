@@ -141,6 +141,9 @@ def reference_transitions(
                     history=past[-history_len:] if history_len else [],
                     state=step.state,
                     action=step.action,
+                    world=list(pack.world_lines(trajectory.task, step.state, step.action))
+                    if step.action_valid
+                    else [],
                 )
                 truth = Transition(next_state=step.next_state, reward=step.reward, terminated=step.done)
                 out.append(ReferenceTransition(request, truth))

@@ -323,6 +323,7 @@ class DreamEnv(gym.Env[str, str]):
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,
             action=parsed.text,
+            world=list(self.domain.world_lines(self.task, self.state, parsed.text)),
         )
         demonstrations = [demo for provider in self.context_providers for demo in provider(request)]
         if demonstrations:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -272,26 +271,7 @@ def _history_state(state: str, request: ExperienceRequest) -> str:
 
 
 WORLD_HEADER = "# The world, hidden from the agent"
-"""Heads the task's :attr:`~dreamgym_env.types.Task.world` in a request (only where a task has one)."""
-_WORLD_ENTRY = re.compile(r'^(?:"([^"\n]+)"|([^:\n]+)): ')
-
-
-def world_lines(world: str, action: str) -> list[str]:
-    """The lines of a task's world that a request shows: ``name: ...`` (or ``"name": ...``) where the action names ``name``, any other.
-
-    Only what the action touches, so that a small model copies it from next to the action
-    instead of finding it in a long list (a name counts as a whole word: ``cabinet 1`` is not
-    in ``go to cabinet 12``).
-    """
-    shown = []
-    for line in world.splitlines():
-        entry = _WORLD_ENTRY.match(line)
-        name = entry and (entry.group(1) or entry.group(2))
-        if not name or re.search(rf"(?<!\w){re.escape(name)}(?!\w)", action):
-            shown.append(line)
-    return shown
-
-
+"""Heads a request's :attr:`~dreamgym_env.types.ExperienceRequest.world` lines (only where it has some)."""
 DEMONSTRATIONS_HEADER = "# Real transitions of this environment (reward 0 and not done unless shown)"
 STRUCTURED_DEMONSTRATIONS_HEADER = (
     "# Real transitions of this environment (reward 0 and not done unless shown; "
@@ -338,8 +318,8 @@ def user_prompt(request: ExperienceRequest) -> str:
         parts.append("# Interaction history (oldest first)\n" + "\n".join(lines))
     parts.append(f"# Current state\n{request.state}")
     parts.append(f"# Agent action\n<action>{quote_action(request.action)}</action>")
-    if shown := world_lines(request.task.world, request.action):
-        parts.append(WORLD_HEADER + "\n" + "\n".join(shown))
+    if request.world:
+        parts.append(WORLD_HEADER + "\n" + "\n".join(request.world))
     answer = ["Answer with the JSON object."]
     if request.state_schema is not None and request.carried_fields:
         kept = ", ".join(request.carried_fields)

@@ -227,7 +227,7 @@ def sft_example(
 
     ``prompt`` is exactly :func:`~dreamgym_env.experience.prompt.messages` for the request;
     ``completion`` is the assistant's answer. ``request`` keeps the request's episode part
-    (task, history, state, action, carried and updated fields); its domain part (prompt, state schema) is the domain's.
+    (task, history, state, action, world lines, carried and updated fields); its domain part (prompt, state schema) is the domain's.
     """
     return {
         "prompt": messages(request.prompt, request),
@@ -241,7 +241,8 @@ def sft_example(
         "policy": policy,
         "reasoning_source": reasoning_source,
         "request": request.model_dump(
-            mode="json", include={"task", "history", "state", "action", "carried_fields", "updated_fields"}
+            mode="json",
+            include={"task", "history", "state", "action", "world", "carried_fields", "updated_fields"},
         ),
     }
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+
 import gymnasium as gym
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -8,7 +10,7 @@ from hypothesis import strategies as st
 import dreamgym_env  # noqa: F401
 from dreamgym_env import ConfigurationError, ExperienceModelError
 from dreamgym_env.envs.synthetic import DreamEnv
-from dreamgym_env.errors import ModelTimeoutError, UnknownNameError
+from dreamgym_env.errors import ModelOutputError, ModelTimeoutError, UnknownNameError
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import Demonstration, ExperienceRequest, Transition
 
@@ -49,6 +51,20 @@ def test_valid_action_calls_model_with_request(scripted_model, webshop_task):
     assert obs.startswith("WebShop | item") and reward == 0.0 and not terminated and not truncated
     assert info["action_valid"] and info["reasoning"] == "after search[ navy  shirt ]"
     assert info["admissible_actions"] == ["click[Back to Search]", "click[< Prev]", "click[Buy Now]"]
+
+
+@pytest.mark.parametrize("state_mode", ["text", "structured"])
+def test_a_request_carries_the_world_lines_its_domain_picks(scripted_model, webshop_task, state_mode):
+    """A WebShop search is sent with the engine's results (``WebShopDomain.world_lines``)."""
+    env = DreamEnv("webshop", scripted_model, state_mode=state_mode)
+    env.reset(options={"task": webshop_task})
+    with contextlib.suppress(ModelOutputError):  # the scripted pages are text: structured mode refuses them
+        env.step("search[shirt]")
+    request = scripted_model.requests[-1]
+    assert request.world and request.world == list(
+        env.domain.world_lines(webshop_task, request.state, "search[shirt]")
+    )
+    assert request.world[0].startswith('"total": ')
 
 
 def test_invalid_action_gives_feedback_without_model_call(scripted_model, webshop_task):

@@ -233,27 +233,14 @@ def test_messages_are_always_encodable(webshop_task):
     (system["content"] + user["content"]).encode("utf-8")
 
 
-def test_the_tasks_hidden_world_follows_the_action_with_the_lines_it_names(webshop_task):
+def test_the_world_lines_follow_the_action(webshop_task):
     from dreamgym_env.experience.prompt import WORLD_HEADER
 
-    plain = ExperienceRequest(prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page", action="go to drawer 1")
+    plain = ExperienceRequest(
+        prompt=WEBSHOP_PROMPT, task=webshop_task, state="a page", action="go to drawer 1"
+    )
     assert WORLD_HEADER not in user_prompt(plain)
-    world = "drawer 1: key 1\ndrawer 12: pen 2\ncabinet 1: nothing\nThe room is dark."
-    hidden = webshop_task.model_copy(update={"world": world})
-    user = user_prompt(ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="go to drawer 1"))
-    shown = f"{WORLD_HEADER}\ndrawer 1: key 1\nThe room is dark.\n\n"  # not drawer 12, not cabinet 1
+    user = user_prompt(plain.model_copy(update={"world": ["drawer 1: key 1", "The room is dark."]}))
+    shown = f"{WORLD_HEADER}\ndrawer 1: key 1\nThe room is dark.\n\n"
     assert "</action>\n\n" + shown in user
     assert user.replace(shown, "") == user_prompt(plain)
-    put = user_prompt(
-        ExperienceRequest(prompt=WEBSHOP_PROMPT, task=hidden, state="a page", action="put key 1 in/on cabinet 1")
-    )
-    assert "drawer 1: key 1" not in put and "cabinet 1: nothing" in put
-
-
-def test_a_world_line_of_a_quoted_name_reaches_the_requests_that_name_it(webshop_task):
-    from dreamgym_env.experience.prompt import world_lines
-
-    world = '"cabinet 1": ["mug 1"]\n"cabinet 12": []'
-    assert world_lines(world, "go to cabinet 12") == ['"cabinet 12": []']
-    assert world_lines(world, "take mug 1 from cabinet 1") == ['"cabinet 1": ["mug 1"]']
-    assert world_lines(world, "look") == []

@@ -152,6 +152,18 @@ def test_gym_make_and_domain_instance_step_the_scripted_model(toy, toy_model, to
     assert truncated and not terminated  # the model may not end a toy episode except by CLAIM
 
 
+def test_a_request_shows_the_whole_world_of_a_pack_that_picks_no_lines(toy, toy_model, toy_task):
+    """``Domain.world_lines`` by default: every line of the task's world, in every request."""
+    hidden = toy_task.model_copy(update={"world": "the key lies under the rug\nthe vault hums"})
+    env = DreamEnv(toy, toy_model)
+    env.reset(options={"task": hidden})
+    env.step("MOVE north")
+    assert toy_model.requests[-1].world == ["the key lies under the rug", "the vault hums"]
+    env.reset(options={"task": toy_task})
+    env.step("MOVE north")
+    assert toy_model.requests[-1].world == []
+
+
 def test_a_free_instruction_becomes_a_task(toy, toy_model):
     env = DreamEnv("toy", toy_model)
     instruction = (

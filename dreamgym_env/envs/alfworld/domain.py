@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,6 +161,15 @@ class ALFWorldDomain(Domain):
         changed = CHANGES.get(action.verb, ())
         return tuple(name for name in STATE_FIELDS if name not in changed and name not in ANSWERED)
 
+    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
+        """The starting places (:func:`~dreamgym_env.envs.alfworld.tasks.starting_places`) of the receptacles ``action`` names.
+
+        ``go to cabinet 12`` shows the line of ``cabinet 12``, not that of ``cabinet 1``; ``look``
+        shows none.
+        """
+        named = set(self.action_arguments(action))
+        return tuple(line for line in task.world.splitlines() if _place_name(line) in named) if named else ()
+
     def updated_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
         """``seen`` where the command can look into a receptacle or move an object (one entry at most)."""
         return ("seen",) if "seen" in CHANGES.get(action.verb, ()) else ()
@@ -183,3 +193,15 @@ class ALFWorldDomain(Domain):
     def invalid_action_feedback(self, state: str, error: ActionError) -> str:
         """ALFWorld's answer to anything it cannot do."""
         return NOTHING_HAPPENS
+
+
+_JSON = json.JSONDecoder()
+
+
+def _place_name(line: str) -> str:
+    """The receptacle of a starting-places line (``"cabinet 5": [...]`` -> ``cabinet 5``), or ``""``."""
+    try:
+        name, _ = _JSON.raw_decode(line)
+    except ValueError:
+        return ""
+    return name if isinstance(name, str) else ""

@@ -21,6 +21,7 @@ from dreamgym_env.domain import (
     Split,
 )
 from dreamgym_env.envs.tasksets import free_task_id
+from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
@@ -32,7 +33,14 @@ from dreamgym_env.envs.webshop.pages import (
     search_page,
 )
 from dreamgym_env.envs.webshop.real_text import observation_of_page
-from dreamgym_env.envs.webshop.state import ITEM_KINDS, WebShopState, render, score_state
+from dreamgym_env.envs.webshop.state import (
+    ITEM_KINDS,
+    WebShopState,
+    catalog_lines,
+    render,
+    score_state,
+    state_of_text,
+)
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
 
@@ -53,7 +61,8 @@ options; at most 50 results, 10 a page; 0 if no query word is in any product.
 [Features], [Reviews] open sub-pages; [< Prev] back to the results; [Buy Now] buys with the \
 selection, ending the episode. Sub-page: [< Prev] back to the item. [Back to Search]: the search \
 page, selection lost.
-Verbs are lower case; the argument is lower-cased. Invalid (the page is shown unchanged): a label not on the page, click[Search], anything else.""",
+Verbs are lower case; the argument is lower-cased. Invalid (the page is shown unchanged): a label not on the page, click[Search], anything else.
+"The world" lines are what the shop's search engine and catalog answer to the action (results, an item, a sub-page's text): copy them.""",
     state_format="""Pages (<...>: text; "...": a note on the line above):
 Search page:
 WebShop | search
@@ -241,6 +250,29 @@ class WebShopDomain(Domain):
         if label in _SUB_PAGES:
             return ("instruction", "query", "page", "item", "selected")
         return ("kind", "instruction", "query", "page", "item")  # an option value
+
+    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
+        """What the shop's search engine and catalog answer to ``action`` (:func:`~dreamgym_env.envs.webshop.state.catalog_lines`).
+
+        A model cannot know which products BM25 finds in a catalog it has not seen, nor an
+        item's options: a search shows the engine's results, an item id the product's facts, as
+        the next state writes them. Pages, selection, episode end and reward stay the model's.
+        ``state`` is a state's JSON or a page's text; a search needs neither, a click from a page
+        the catalog does not know gets none.
+        """
+        parsed = self.parse_action(action)
+        if isinstance(parsed, ActionError):
+            return ()
+        catalog = load_catalog(
+            task.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED),
+            task.metadata.get("num_products", DEFAULT_NUM_PRODUCTS),
+        )
+        shop_state: WebShopState | None
+        try:
+            shop_state = WebShopState.model_validate_json(state)
+        except ValueError:
+            shop_state = state_of_text(state, catalog)
+        return catalog_lines(shop_state, parsed, catalog)
 
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
         """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.

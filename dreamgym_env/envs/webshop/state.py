@@ -20,6 +20,7 @@ typical results state about 1,400 (10 rows), an item state about 650.
 
 from __future__ import annotations
 
+import json
 import weakref
 from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated, Any
@@ -34,14 +35,17 @@ from dreamgym_env.envs.webshop.pages import (
     NO_RESULTS_LINE,
     PREV_LABEL,
     RESULTS_PER_PAGE,
+    SUB_PAGE_LABELS,
     Page,
     PageKind,
     is_reachable,
     page_count,
     parse_page,
+    sanitize_query,
 )
 
 if TYPE_CHECKING:
+    from dreamgym_env.domain import ParsedAction
     from dreamgym_env.envs.webshop.catalog import Catalog, Product
     from dreamgym_env.envs.webshop.goal import Goal, Score
 
@@ -51,6 +55,7 @@ __all__ = [
     "OptionGroup",
     "ResultRow",
     "WebShopState",
+    "catalog_lines",
     "item_of",
     "render",
     "score_state",
@@ -332,6 +337,48 @@ def state_of_text(text: str, catalog: Catalog) -> WebShopState | None:
         return None
     state = state_of_page(page, lines[1][len("Instruction: ") :], catalog)
     return state if render(state) == text else None
+
+
+def catalog_lines(state: WebShopState | None, action: ParsedAction, catalog: Catalog) -> tuple[str, ...]:
+    """What ``catalog`` answers to ``action`` on ``state``: the next state's fields that come from it.
+
+    A search, [Next >], [< Prev] to a results page: ``"total"`` (where it changes) and the page's
+    ``"results"``; an item id: its ``"item"``; [Description], [Reviews]: the sub-page's ``"text"``.
+    Each line is ``"<field>": <JSON>``, the value as the state's JSON writes it; none for an
+    action whose page the catalog does not shape (an option, [Buy Now], [Back to Search]) or a
+    label the catalog does not know, or a click from a page that is not a state (``None``).
+    """
+    label = action.argument.lower()
+    if action.verb == "search":
+        query = sanitize_query(action.argument)
+        return _results_lines(catalog, query, 1, with_total=True)
+    if action.verb != "click" or state is None:
+        return ()
+    if state.kind == "results":
+        if label in (NEXT_LABEL.lower(), PREV_LABEL.lower()):
+            turn = 1 if label == NEXT_LABEL.lower() else -1
+            return _results_lines(catalog, state.query, state.page + turn, with_total=False)
+        product = next((catalog.by_id.get(row.id) for row in state.results if row.id.lower() == label), None)
+        return () if product is None else (_line("item", item_of(product).model_dump(mode="json")),)
+    if state.kind == "item" and state.item is not None:
+        if label == PREV_LABEL.lower():
+            return _results_lines(catalog, state.query, state.page, with_total=True)
+        product = catalog.by_id.get(state.item.id)
+        kind = SUB_PAGE_LABELS.get(next((k for k in SUB_PAGE_LABELS if k.lower() == label), ""), "")
+        if product is not None and kind in ("description", "reviews"):
+            return (_line("text", list(catalog.text(product, kind))),)
+    return ()
+
+
+def _results_lines(catalog: Catalog, query: str, page: int, *, with_total: bool) -> tuple[str, ...]:
+    found = catalog.search(query)
+    shown = found[(page - 1) * RESULTS_PER_PAGE : page * RESULTS_PER_PAGE] if page >= 1 else ()
+    rows = _line("results", [_row(catalog, i).model_dump(mode="json") for i in shown])
+    return (_line("total", len(found)), rows) if with_total else (rows,)
+
+
+def _line(name: str, value: Any) -> str:
+    return f"{json.dumps(name)}: {json.dumps(value, ensure_ascii=False)}"
 
 
 # -- scoring ---------------------------------------------------------------------------------------

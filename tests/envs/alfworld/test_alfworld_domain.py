@@ -59,3 +59,15 @@ def test_make_task_from_a_free_instruction():
     assert "goal" not in task.metadata
     assert task.initial_state.endswith("Your task is to: make the kitchen tidy")
     assert DOMAIN.make_task("make the kitchen tidy") == task
+
+
+def test_a_request_shows_the_starting_places_of_the_receptacles_its_action_names():
+    task = DOMAIN.tasks("test")[0]
+    world = task.world.splitlines()
+    cabinet_1 = next(line for line in world if line.startswith('"cabinet 1":'))
+    assert any(line.startswith('"cabinet 12":') for line in world)  # a name cabinet 1 is a prefix of
+    assert DOMAIN.world_lines(task, "{}", "go to cabinet 1") == (cabinet_1,)
+    fridge = next(line for line in world if line.startswith('"fridge 1":'))
+    assert DOMAIN.world_lines(task, "{}", "put apple 1 in/on fridge 1") == (fridge,)
+    assert DOMAIN.world_lines(task, "{}", "look") == ()
+    assert DOMAIN.world_lines(task, "{}", "fly to the moon") == ()
