@@ -134,7 +134,8 @@ class BuildConfig:
                     "seed": self.seed, "size": self.size if isinstance(self.size, str) else "custom",
                     "max_minutes": self.max_minutes}  # fmt: skip
         return {"max_steps": self.steps, "end_weight": self.end_weight, "lora_r": self.lora_r,
-                "lora_alpha": self.lora_alpha, "learning_rate": self.learning_rate, "seed": self.seed}  # fmt: skip
+                "lora_alpha": self.lora_alpha, "learning_rate": self.learning_rate, "seed": self.seed,
+                "max_minutes": self.max_minutes}  # fmt: skip
 
     def train(self, data: Path, out: Path, *, resume: bool, progress: bool) -> TrainedModel:
         """Train this recipe's model on ``data`` into ``out`` (from its last checkpoint with ``resume``)."""

@@ -270,3 +270,20 @@ def test_a_build_takes_the_bases_numbers_from_the_packs_other_kind(built, config
     assert adapter.evaluation["base_measured"] == "in an earlier build"
     elsewhere = build_pack_model("webshop", work, config, install=tmp_path / "alone", stages=("export", "eval"))
     assert calls[2:] == [[config.base, str(tmp_path / "alone")]] and "base" in elsewhere.evaluation
+
+
+def test_an_adapter_build_passes_its_time_limit_to_the_training(monkeypatch, tmp_path):
+    """``--max-minutes`` stops an adapter's training too (it was dropped for the adapter kind)."""
+    from dreamgym_env.training import train
+
+    seen: dict[str, object] = {}
+
+    def fake_train(data, base, out, config, *, resume, progress):
+        seen.update(max_minutes=config.max_minutes, max_steps=config.max_steps)
+        return "trained"
+
+    monkeypatch.setattr(train, "train_experience_model", fake_train)
+    config = BuildConfig.for_kind("adapter", steps=70, max_minutes=12.5)
+    assert config.train(tmp_path / "sft.jsonl", tmp_path / "model", resume=False, progress=False) == "trained"
+    assert seen == {"max_minutes": 12.5, "max_steps": 70}
+    assert config.train_recipe()["max_minutes"] == 12.5  # another limit trains it again
