@@ -371,10 +371,11 @@ def catalog_lines(state: WebShopState | None, action: ParsedAction, catalog: Cat
 
 
 def _results_lines(catalog: Catalog, query: str, page: int, *, with_total: bool) -> tuple[str, ...]:
-    found = catalog.search(query)
-    shown = found[(page - 1) * RESULTS_PER_PAGE : page * RESULTS_PER_PAGE] if page >= 1 else ()
-    rows = _line("results", [_row(catalog, i).model_dump(mode="json") for i in shown])
-    return (_line("total", len(found)), rows) if with_total else (rows,)
+    """The results page's ``total`` and rows, as the reference env's page state holds them."""
+    shown = state_of_page(Page("results", query=query, page=page), "", catalog) if page >= 1 else None
+    rows = _line("results", [row.model_dump(mode="json") for row in shown.results] if shown else [])
+    total = len(catalog.search(query)) if shown is None else shown.total
+    return (_line("total", total), rows) if with_total else (rows,)
 
 
 def _line(name: str, value: Any) -> str:
