@@ -322,12 +322,22 @@ class Domain(ABC):
         """
         return tuple(task.world.splitlines())
 
-    def answer_fields(self, state: str, action: str) -> dict[str, list[str]]:
-        """A structured request's ``carried_fields`` and ``updated_fields`` for its state JSON and action text.
+    def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
+        """Next-state fields that the environment's own data fixes for ``action`` on ``state`` (structured mode).
 
-        Both empty for a text-only domain or when the state or the action does not parse.
+        The model does not write them and the next state takes these values, as it takes the
+        carried fields' from the current state: what a database answers (WebShop's search
+        engine and catalogue) is looked up, not made up. Default: none.
         """
-        fields: dict[str, list[str]] = {"carried_fields": [], "updated_fields": []}
+        return {}
+
+    def answer_fields(self, state: str, action: str, task: Task | None = None) -> dict[str, Any]:
+        """A structured request's ``carried_fields``, ``updated_fields`` and (with ``task``) ``given_fields``.
+
+        For its state JSON and action text; all empty for a text-only domain or when the state or
+        the action does not parse.
+        """
+        fields: dict[str, Any] = {"carried_fields": [], "updated_fields": [], "given_fields": {}}
         if self.state_schema is None:
             return fields
         parsed = self.parse_action(action)
@@ -340,6 +350,7 @@ class Domain(ABC):
         return {
             "carried_fields": list(self.carried_fields(abstract, parsed)),
             "updated_fields": list(self.updated_fields(abstract, parsed)),
+            "given_fields": self.given_fields(task, abstract, parsed) if task is not None else {},
         }
 
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:

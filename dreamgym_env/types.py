@@ -134,13 +134,17 @@ class ExperienceRequest(BaseModel):
 
     ``world`` holds the lines of what the environment knows and the agent does not that this
     action touches (``Domain.world_lines``: ALFWorld's starting places of the receptacles it
-    names, WebShop's search results and product facts); the prompt shows them after the action.
+    names); the prompt shows them after the action. ``given_fields`` (structured mode) holds
+    next-state fields that the environment's own data fixes for this action
+    (``Domain.given_fields``: WebShop's search results, an item's facts): the model does not
+    write them, and the next state takes these values, as it takes the carried fields' from ``state``.
     """
 
     prompt: DomainPrompt
     state_schema: dict[str, Any] | None = None
     carried_fields: list[str] = Field(default_factory=list)
     updated_fields: list[str] = Field(default_factory=list)
+    given_fields: dict[str, Any] = Field(default_factory=dict)
     task: Task
     history: list[Step] = Field(default_factory=list)
     state: str

@@ -131,12 +131,13 @@ def reference_transitions(
         past: list[Step] = []
         for step in trajectory.steps:
             if step.action_valid or include_invalid:
-                fields = pack.answer_fields(step.state, step.action) if structured else {}
+                fields = pack.answer_fields(step.state, step.action, trajectory.task) if structured else {}
                 request = ExperienceRequest(
                     prompt=pack.prompt,
                     state_schema=pack.state_json_schema if structured else None,
                     carried_fields=fields.get("carried_fields", []),
                     updated_fields=fields.get("updated_fields", []),
+                    given_fields=fields.get("given_fields", {}),
                     task=trajectory.task,
                     history=past[-history_len:] if history_len else [],
                     state=step.state,

@@ -153,12 +153,19 @@ def sample_transitions(
 
 
 def text_request(domain: Domain, request: ExperienceRequest) -> ExperienceRequest:
-    """A structured request asked in text mode: its states (and its history's) rendered, no schema."""
+    """A structured request asked in text mode: its states (and its history's) rendered, no schema.
+
+    What the domain looks up for it (given fields) is shown as world lines instead, as the text
+    env's requests show it.
+    """
+    state = rendered(domain, request.state)
     return request.model_copy(
         update={
             "state_schema": None,
-            "state": rendered(domain, request.state),
+            "state": state,
             "history": rendered_steps(domain, request.history),
+            "given_fields": {},
+            "world": list(domain.world_lines(request.task, state, request.action)),
         }
     )
 

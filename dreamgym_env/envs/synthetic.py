@@ -319,6 +319,9 @@ class DreamEnv(gym.Env[str, str]):
             state_schema=self.domain.state_json_schema if structured else None,
             carried_fields=list(self.domain.carried_fields(abstract, parsed)) if abstract is not None else [],
             updated_fields=list(self.domain.updated_fields(abstract, parsed)) if abstract is not None else [],
+            given_fields=self.domain.given_fields(self.task, abstract, parsed)
+            if abstract is not None
+            else {},
             task=self.task,
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,

@@ -149,18 +149,20 @@ def without_fields(
 
 
 def answer_state_schema(request: ExperienceRequest) -> dict[str, Any] | None:
-    """The schema of the next state the model writes: the state schema less the carried fields."""
-    if request.state_schema is None or not request.carried_fields:
+    """The schema of the next state the model writes: the state schema less the carried and given fields."""
+    if request.state_schema is None or not (request.carried_fields or request.given_fields):
         return request.state_schema
-    return without_fields(request.state_schema, request.carried_fields, carried_values(request))
+    left_out = [*request.carried_fields, *request.given_fields]
+    return without_fields(request.state_schema, left_out, carried_values(request))
 
 
 def carried_values(request: ExperienceRequest) -> dict[str, Any]:
-    """The current state's values of the request's carried fields (the next state keeps them)."""
-    if request.state_schema is None or not request.carried_fields:
+    """The values the next state takes without the model: the carried fields' from the current state, and the given fields."""
+    if request.state_schema is None or not (request.carried_fields or request.given_fields):
         return {}
-    current = json.loads(request.state)
-    return {name: current[name] for name in request.carried_fields if name in current}
+    current = json.loads(request.state) if request.carried_fields else {}
+    kept = {name: current[name] for name in request.carried_fields if name in current}
+    return {**kept, **request.given_fields}
 
 
 def updated_values(request: ExperienceRequest) -> dict[str, dict[str, Any]]:
@@ -324,6 +326,9 @@ def user_prompt(request: ExperienceRequest) -> str:
     if request.state_schema is not None and request.carried_fields:
         kept = ", ".join(request.carried_fields)
         answer.append(f"Leave {kept} out of next_state: the action keeps them as they are.")
+    if request.state_schema is not None and request.given_fields:
+        given = ", ".join(request.given_fields)
+        answer.append(f"Leave {given} out of next_state: the environment's data gives them.")
     if request.state_schema is not None and request.updated_fields:
         entries = ", ".join(request.updated_fields)
         answer.append(f"In {entries} write only the entries the action adds or changes.")

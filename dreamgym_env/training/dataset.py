@@ -121,7 +121,9 @@ def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -
     next_state: Any = truth.next_state
     if structured:  # the model leaves the carried fields out, as the backends ask it to
         next_state = {
-            k: v for k, v in json.loads(truth.next_state).items() if k not in request.carried_fields
+            k: v
+            for k, v in json.loads(truth.next_state).items()
+            if k not in request.carried_fields and k not in request.given_fields
         }
         for name, current in updated_values(request).items():
             next_state[name] = {k: v for k, v in (next_state.get(name) or {}).items() if current.get(k) != v}
@@ -242,7 +244,16 @@ def sft_example(
         "reasoning_source": reasoning_source,
         "request": request.model_dump(
             mode="json",
-            include={"task", "history", "state", "action", "world", "carried_fields", "updated_fields"},
+            include={
+                "task",
+                "history",
+                "state",
+                "action",
+                "world",
+                "carried_fields",
+                "updated_fields",
+                "given_fields",
+            },
         ),
     }
 

@@ -53,18 +53,20 @@ def test_valid_action_calls_model_with_request(scripted_model, webshop_task):
     assert info["admissible_actions"] == ["click[Back to Search]", "click[< Prev]", "click[Buy Now]"]
 
 
-@pytest.mark.parametrize("state_mode", ["text", "structured"])
-def test_a_request_carries_the_world_lines_its_domain_picks(scripted_model, webshop_task, state_mode):
-    """A WebShop search is sent with the engine's results (``WebShopDomain.world_lines``)."""
-    env = DreamEnv("webshop", scripted_model, state_mode=state_mode)
-    env.reset(options={"task": webshop_task})
-    with contextlib.suppress(ModelOutputError):  # the scripted pages are text: structured mode refuses them
-        env.step("search[shirt]")
+def test_a_request_carries_what_its_domain_looks_up(scripted_model, webshop_task):
+    """A WebShop search: the engine's results as lines in text mode, as given fields in structured mode."""
+    text = DreamEnv("webshop", scripted_model, state_mode="text")
+    text.reset(options={"task": webshop_task})
+    text.step("search[shirt]")
     request = scripted_model.requests[-1]
-    assert request.world and request.world == list(
-        env.domain.world_lines(webshop_task, request.state, "search[shirt]")
-    )
-    assert request.world[0].startswith('"total": ')
+    assert request.world == list(text.domain.world_lines(webshop_task, request.state, "search[shirt]"))
+    assert request.world[0].startswith('"total": ') and request.given_fields == {}
+    structured = DreamEnv("webshop", scripted_model, state_mode="structured")
+    structured.reset(options={"task": webshop_task})
+    with contextlib.suppress(ModelOutputError):  # the scripted pages are text: structured mode refuses them
+        structured.step("search[shirt]")
+    request = scripted_model.requests[-1]
+    assert request.world == [] and list(request.given_fields) == ["total", "results"]
 
 
 def test_invalid_action_gives_feedback_without_model_call(scripted_model, webshop_task):

@@ -108,7 +108,7 @@ def test_the_parser_completes_the_state_and_overrules_a_carried_field_written_an
     with pytest.raises(OutputParseError, match="room"):  # what the model must write, it must write
         parse_transition(json.dumps({**answer, "next_state": {}}), None, schema, {"goal": "g"})
     fields = toy.answer_fields(ToyState(room="hall", goal="g").model_dump_json(), "MOVE north")
-    assert fields == {"carried_fields": ["goal"], "updated_fields": []}
+    assert fields == {"carried_fields": ["goal"], "updated_fields": [], "given_fields": {}}
 
 
 def test_the_endpoint_is_asked_for_the_fields_that_change_and_the_env_keeps_the_rest():
@@ -203,3 +203,22 @@ def test_alfworld_targets_write_only_the_seen_entries_a_command_changes():
     for command in ("inventory", "look"):  # they show what is known and change nothing of it
         fields = domain.answer_fields(request.state, command)
         assert fields["updated_fields"] == [] and "seen" in fields["carried_fields"]
+
+
+def test_webshop_targets_leave_out_what_the_catalog_gives():
+    domain = get_domain("webshop")
+    pairs = expert_transitions("webshop")
+    search = next(p for p in pairs if p.request.action.startswith("search["))
+    request, truth = search.request, search.truth
+    assert list(request.given_fields) == ["total", "results"] and request.given_fields["results"]
+    row = sft_example(request, truth, "search", split="train", policy="expert", reasoning_source="reference")
+    target = json.loads(row["completion"][0]["content"])["next_state"]
+    assert "results" not in target and "total" not in target and target["kind"] == "results"
+    assert "Leave total, results out of next_state: the environment's data gives them." in user_prompt(request)
+    assert request_of(row, domain).given_fields == request.given_fields
+    answer = json.loads(row["completion"][0]["content"])
+    parsed = parse_transition(json.dumps(answer), None, answer_state_schema(request), carried_values(request))
+    assert json.loads(parsed.next_state) == json.loads(truth.next_state)  # the state whole again
+    wrong = {**answer, "next_state": {**target, "results": []}}  # a model that writes them anyway is overruled
+    again = parse_transition(json.dumps(wrong), None, answer_state_schema(request), carried_values(request))
+    assert json.loads(again.next_state)["results"] == request.given_fields["results"]

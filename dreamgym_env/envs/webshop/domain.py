@@ -21,7 +21,12 @@ from dreamgym_env.domain import (
     Split,
 )
 from dreamgym_env.envs.tasksets import free_task_id
-from dreamgym_env.envs.webshop.catalog import DEFAULT_CATALOG_SEED, DEFAULT_NUM_PRODUCTS, load_catalog
+from dreamgym_env.envs.webshop.catalog import (
+    DEFAULT_CATALOG_SEED,
+    DEFAULT_NUM_PRODUCTS,
+    Catalog,
+    load_catalog,
+)
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
@@ -36,6 +41,7 @@ from dreamgym_env.envs.webshop.real_text import observation_of_page
 from dreamgym_env.envs.webshop.state import (
     ITEM_KINDS,
     WebShopState,
+    catalog_facts,
     catalog_lines,
     render,
     score_state,
@@ -62,7 +68,7 @@ options; at most 50 results, 10 a page; 0 if no query word is in any product.
 selection, ending the episode. Sub-page: [< Prev] back to the item. [Back to Search]: the search \
 page, selection lost.
 Verbs are lower case; the argument is lower-cased. Invalid (the page is shown unchanged): a label not on the page, click[Search], anything else.
-"The world" lines are what the shop's search engine and catalog answer to the action (results, an item, a sub-page's text): copy them.""",
+The shop's search engine and catalog give the results, an item and a sub-page's text: a structured answer leaves them out, a text answer copies them from "The world".""",
     state_format="""Pages (<...>: text; "...": a note on the line above):
 Search page:
 WebShop | search
@@ -251,28 +257,31 @@ class WebShopDomain(Domain):
             return ("instruction", "query", "page", "item", "selected")
         return ("kind", "instruction", "query", "page", "item")  # an option value
 
-    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
-        """What the shop's search engine and catalog answer to ``action`` (:func:`~dreamgym_env.envs.webshop.state.catalog_lines`).
+    def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
+        """What the shop's search engine and catalog answer to ``action`` (:func:`~dreamgym_env.envs.webshop.state.catalog_facts`).
 
         A model cannot know which products BM25 finds in a catalog it has not seen, nor an
-        item's options: a search shows the engine's results, an item id the product's facts, as
-        the next state writes them. Pages, selection, episode end and reward stay the model's.
-        ``state`` is a state's JSON or a page's text; a search needs neither, a click from a page
-        the catalog does not know gets none.
+        item's options: a search's ``total`` and ``results``, an item id's ``item``, a
+        [Description] or [Reviews] page's ``text`` are looked up. The page kind, query, page
+        number, selection, episode end and reward stay the model's.
+        """
+        return catalog_facts(_as_state(state), action, _catalog_of(task))
+
+    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
+        """In text mode, :meth:`given_fields`' facts as lines for the model to copy (:func:`~dreamgym_env.envs.webshop.state.catalog_lines`).
+
+        ``state`` is a page's text; a search needs none, a click from a page the catalog does not
+        know gets none. In structured mode (a state's JSON) the facts are given fields: no lines.
         """
         parsed = self.parse_action(action)
         if isinstance(parsed, ActionError):
             return ()
-        catalog = load_catalog(
-            task.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED),
-            task.metadata.get("num_products", DEFAULT_NUM_PRODUCTS),
-        )
-        shop_state: WebShopState | None
         try:
-            shop_state = WebShopState.model_validate_json(state)
+            WebShopState.model_validate_json(state)
         except ValueError:
-            shop_state = state_of_text(state, catalog)
-        return catalog_lines(shop_state, parsed, catalog)
+            catalog = _catalog_of(task)
+            return catalog_lines(state_of_text(state, catalog), parsed, catalog)
+        return ()
 
     def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
         """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.
@@ -293,6 +302,13 @@ class WebShopDomain(Domain):
             return None
         score = score_state(shop_state, goal)
         return None if score is None else float(score.won)
+
+
+def _catalog_of(task: Task) -> Catalog:
+    return load_catalog(
+        task.metadata.get("catalog_seed", DEFAULT_CATALOG_SEED),
+        task.metadata.get("num_products", DEFAULT_NUM_PRODUCTS),
+    )
 
 
 def _as_state(state: BaseModel) -> WebShopState:

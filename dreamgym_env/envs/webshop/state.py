@@ -55,6 +55,7 @@ __all__ = [
     "OptionGroup",
     "ResultRow",
     "WebShopState",
+    "catalog_facts",
     "catalog_lines",
     "item_of",
     "render",
@@ -339,47 +340,50 @@ def state_of_text(text: str, catalog: Catalog) -> WebShopState | None:
     return state if render(state) == text else None
 
 
-def catalog_lines(state: WebShopState | None, action: ParsedAction, catalog: Catalog) -> tuple[str, ...]:
+def catalog_facts(state: WebShopState | None, action: ParsedAction, catalog: Catalog) -> dict[str, Any]:
     """What ``catalog`` answers to ``action`` on ``state``: the next state's fields that come from it.
 
-    A search, [Next >], [< Prev] to a results page: ``"total"`` (where it changes) and the page's
-    ``"results"``; an item id: its ``"item"``; [Description], [Reviews]: the sub-page's ``"text"``.
-    Each line is ``"<field>": <JSON>``, the value as the state's JSON writes it; none for an
-    action whose page the catalog does not shape (an option, [Buy Now], [Back to Search]) or a
-    label the catalog does not know, or a click from a page that is not a state (``None``).
+    A search, [Next >], [< Prev] to a results page: ``total`` (where it changes) and the page's
+    ``results``; an item id: its ``item``; [Description], [Reviews]: the sub-page's ``text``; each
+    value as the state's JSON writes it. None for an action whose page the catalog does not
+    shape (an option, [Buy Now], [Back to Search]), a label the catalog does not know, or a
+    click from a page that is not a state (``None``).
     """
     label = action.argument.lower()
     if action.verb == "search":
-        query = sanitize_query(action.argument)
-        return _results_lines(catalog, query, 1, with_total=True)
+        return _results(catalog, sanitize_query(action.argument), 1, with_total=True)
     if action.verb != "click" or state is None:
-        return ()
+        return {}
     if state.kind == "results":
         if label in (NEXT_LABEL.lower(), PREV_LABEL.lower()):
             turn = 1 if label == NEXT_LABEL.lower() else -1
-            return _results_lines(catalog, state.query, state.page + turn, with_total=False)
+            return _results(catalog, state.query, state.page + turn, with_total=False)
         product = next((catalog.by_id.get(row.id) for row in state.results if row.id.lower() == label), None)
-        return () if product is None else (_line("item", item_of(product).model_dump(mode="json")),)
+        return {} if product is None else {"item": item_of(product).model_dump(mode="json")}
     if state.kind == "item" and state.item is not None:
         if label == PREV_LABEL.lower():
-            return _results_lines(catalog, state.query, state.page, with_total=True)
+            return _results(catalog, state.query, state.page, with_total=True)
         product = catalog.by_id.get(state.item.id)
         kind = SUB_PAGE_LABELS.get(next((k for k in SUB_PAGE_LABELS if k.lower() == label), ""), "")
         if product is not None and kind in ("description", "reviews"):
-            return (_line("text", list(catalog.text(product, kind))),)
-    return ()
+            return {"text": list(catalog.text(product, kind))}
+    return {}
 
 
-def _results_lines(catalog: Catalog, query: str, page: int, *, with_total: bool) -> tuple[str, ...]:
+def catalog_lines(state: WebShopState | None, action: ParsedAction, catalog: Catalog) -> tuple[str, ...]:
+    """:func:`catalog_facts` as request lines, ``"<field>": <JSON>`` each."""
+    facts = catalog_facts(state, action, catalog)
+    return tuple(
+        f"{json.dumps(name)}: {json.dumps(value, ensure_ascii=False)}" for name, value in facts.items()
+    )
+
+
+def _results(catalog: Catalog, query: str, page: int, *, with_total: bool) -> dict[str, Any]:
     """The results page's ``total`` and rows, as the reference env's page state holds them."""
     shown = state_of_page(Page("results", query=query, page=page), "", catalog) if page >= 1 else None
-    rows = _line("results", [row.model_dump(mode="json") for row in shown.results] if shown else [])
+    rows = [row.model_dump(mode="json") for row in shown.results] if shown else []
     total = len(catalog.search(query)) if shown is None else shown.total
-    return (_line("total", total), rows) if with_total else (rows,)
-
-
-def _line(name: str, value: Any) -> str:
-    return f"{json.dumps(name)}: {json.dumps(value, ensure_ascii=False)}"
+    return {"total": total, "results": rows} if with_total else {"results": rows}
 
 
 # -- scoring ---------------------------------------------------------------------------------------

@@ -50,44 +50,65 @@ def _field(line: str) -> tuple[str, object]:
     return json.loads(name), json.loads(value)
 
 
-def test_the_world_lines_are_the_next_states_catalog_fields_on_reference_episodes():
-    """What a request shows of the catalog is what the reference env's next page holds, field for field."""
+def test_the_given_fields_are_the_next_states_catalog_fields_on_reference_episodes():
+    """What a structured request takes from the catalog is what the reference env's next page holds."""
     domain = get_domain("webshop")
-    shown: dict[str, int] = {}
+    given: dict[str, int] = {}
     for policy in ("expert", "noisy", "random"):
         for transition in policy_transitions(domain, "test", policy, 60, seed=3):
             request, after = transition.request, json.loads(transition.truth.next_state)
-            parsed = domain.parse_action(request.action)
-            for name, value in map(_field, request.world):
+            assert request.world == []  # structured: looked up, not shown
+            for name, value in request.given_fields.items():
                 assert after[name] == value, (request.action, name)
-                shown[name] = shown.get(name, 0) + 1
-            if parsed.verb == "search":  # the engine's results, whatever the query
-                assert [name for name, _ in map(_field, request.world)] == ["total", "results"]
-    assert shown["results"] and shown["item"] and shown["text"]
+                given[name] = given.get(name, 0) + 1
+            if domain.parse_action(request.action).verb == "search":  # the engine's results, whatever the query
+                assert list(request.given_fields) == ["total", "results"]
+    assert given["results"] and given["item"] and given["text"]
 
 
-def test_the_world_lines_name_only_what_the_catalog_decides():
+def test_the_catalog_answers_only_what_it_decides():
     domain = get_domain("webshop")
     task = domain.tasks("test")[0]
     env = WebShopRefEnv(split="test")
     env.reset(options={"task": task})
-    start = env.abstract_state.model_dump_json()
-    nothing = domain.world_lines(task, start, "search[qqqzzz xxyyq]")
-    assert [_field(line) for line in nothing] == [("total", 0), ("results", [])]
-    # A search needs no page: a text the shop never showed still gets the engine's results.
-    assert domain.world_lines(task, "not a page", "search[shirt]") == domain.world_lines(
-        task, start, "search[shirt]"
-    )
+    start = env.abstract_state
+    search = domain.parse_action("search[qqqzzz xxyyq]")
+    assert domain.given_fields(task, start, search) == {"total": 0, "results": []}
     env.step(f"search[{task.instruction}]")
     results = env.abstract_state
     item_id = results.results[0].id
-    from_text = domain.world_lines(task, env.state, f"click[{item_id.lower()}]")  # any case, text or JSON
-    assert from_text == domain.world_lines(task, results.model_dump_json(), f"click[{item_id}]")
+    click = domain.parse_action(f"click[{item_id.lower()}]")  # any case
+    facts = domain.given_fields(task, results, click)
     env.step(f"click[{item_id}]")
     item = env.abstract_state
-    assert item.item is not None
-    assert [_field(line) for line in from_text] == [("item", item.item.model_dump(mode="json"))]
+    assert item.item is not None and facts == {"item": item.item.model_dump(mode="json")}
     for action in ("click[Buy Now]", "click[Features]", "click[Back to Search]", "click[no such label]"):
-        assert domain.world_lines(task, item.model_dump_json(), action) == (), action
+        assert domain.given_fields(task, item, domain.parse_action(action)) == {}, action
+
+
+def test_a_text_request_shows_the_catalogs_answers_as_lines():
+    domain = get_domain("webshop")
+    task = domain.tasks("test")[0]
+    env = WebShopRefEnv(split="test")
+    env.reset(options={"task": task})
+    env.step(f"search[{task.instruction}]")
+    item_id = env.abstract_state.results[0].id
+    lines = domain.world_lines(task, env.state, f"click[{item_id}]")
+    assert dict(map(_field, lines)) == domain.given_fields(task, env.abstract_state, domain.parse_action(f"click[{item_id}]"))
+    # A search needs no page: a text the shop never showed still gets the engine's results.
+    assert [name for name, _ in map(_field, domain.world_lines(task, "not a page", "search[shirt]"))] == ["total", "results"]
     assert domain.world_lines(task, "not a page", "click[Next >]") == ()
-    assert domain.world_lines(task, item.model_dump_json(), "fly") == ()
+    assert domain.world_lines(task, env.state, "fly") == ()
+    assert domain.world_lines(task, env.abstract_state.model_dump_json(), f"click[{item_id}]") == ()  # structured: given
+
+
+def test_a_structured_request_asked_in_text_mode_shows_the_given_fields_as_lines():
+    from dreamgym_env.bench.sampling import text_request
+
+    domain = get_domain("webshop")
+    transition = next(
+        t for t in policy_transitions(domain, "test", "expert", 10, seed=1) if t.request.given_fields
+    )
+    text = text_request(domain, transition.request)
+    assert text.given_fields == {} and text.state_schema is None
+    assert dict(map(_field, text.world)) == transition.request.given_fields
