@@ -195,9 +195,11 @@ class WebShopRefEnv(ReferenceEnvBase):
             raise ConfigurationError(
                 f"not a page the WebShop reference env can continue from: {state[:120]!r}"
             )
+        before = (self.task, self.goal, self.page, self._rendered, self._observation)
         self.task, self.goal = task, Goal.of_task(task)
         self._show(page)
-        if self.state != state:
+        if self.state != state:  # the env stays where it was: a failed restore changes nothing
+            self.task, self.goal, self.page, self._rendered, self._observation = before
             raise ConfigurationError(f"page does not match what the reference env renders: {state[:120]!r}")
         self.elapsed_steps, self.last_score, self._done = 0, None, False
 

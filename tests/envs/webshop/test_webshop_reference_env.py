@@ -222,6 +222,22 @@ def test_restore_continues_from_a_page(env):
         other.restore(task, "not a page")
 
 
+def test_a_failed_restore_leaves_the_env_where_it_was(env):
+    task = first_task(env)
+    env.reset(options={"task": task})
+    results = env.step("search[resistance bands]")[4]["state"]
+    other = WebShopRefEnv(split="test")
+    other.reset(options={"task": task})
+    searched = other.step("search[camping tent]")[4]["state"]
+    # the rows of one query under another's header: parsed and reachable, but not what renders
+    mislabelled = results.replace('query "resistance bands"', 'query "face moisturizer"')
+    assert mislabelled != results
+    with pytest.raises(ConfigurationError, match="does not match"):
+        other.restore(task, mislabelled)
+    assert other.state == searched
+    assert other.step("click[Next >]")[4]["state"].startswith('WebShop | results | query "camping tent" | page 2')
+
+
 def test_task_resolution(env):
     task = first_task(env)
     assert env.reset(options={"task": task.id})[1]["task"] is task
