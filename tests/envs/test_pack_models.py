@@ -89,7 +89,7 @@ def test_local_distilled_names_the_packs_distilled_model(name, monkeypatch):
     assert model.settings.n_parallel == 16
 
 
-PREFERS_DISTILLED = ("alfworld",)
+PREFERS_DISTILLED = ("alfworld", "webshop")
 """The packs whose synthetic envs use their distilled model by default (docs/results.md says why)."""
 
 
