@@ -68,7 +68,7 @@ options; at most 50 results, 10 a page; 0 if no query word is in any product.
 selection, ending the episode. Sub-page: [< Prev] back to the item. [Back to Search]: the search \
 page, selection lost.
 Verbs are lower case; the argument is lower-cased. Invalid (the page is shown unchanged): a label not on the page, click[Search], anything else.
-The shop's search engine and catalog give the results, an item and a sub-page's text: a structured answer leaves them out, a text answer copies them from "The world".""",
+The shop's search engine and catalog give a search's query and results, a page turn's page, an item, an option click's selection and a sub-page's text: a structured answer leaves them out, a text answer copies them from "The world".""",
     state_format="""Pages (<...>: text; "...": a note on the line above):
 Search page:
 WebShop | search
@@ -265,9 +265,11 @@ class WebShopDomain(Domain):
         """What the shop's search engine and catalog answer to ``action`` (:func:`~dreamgym_env.envs.webshop.state.catalog_facts`).
 
         A model cannot know which products BM25 finds in a catalog it has not seen, nor an
-        item's options: a search's ``total`` and ``results``, an item id's ``item``, a
-        [Description] or [Reviews] page's ``text`` are looked up. The page kind, query, page
-        number, selection, episode end and reward stay the model's.
+        item's options: a search's ``query``, ``page``, ``total`` and ``results``, a page turn's
+        ``page`` and ``results``, an item id's ``item``, an option value's ``selected``, a
+        [Description] or [Reviews] page's ``text`` are looked up (what the reference env's
+        navigation computes from the catalog). The page kind, episode end and reward stay the
+        model's, and whatever a click the catalog does not shape changes.
         """
         return catalog_facts(_as_state(state), action, _catalog_of(task))
 

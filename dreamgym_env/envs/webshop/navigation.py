@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dreamgym_env.domain import ParsedAction
-from dreamgym_env.envs.webshop.catalog import Catalog
+from dreamgym_env.envs.webshop.catalog import Catalog, Product
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
     BUY_LABEL,
@@ -20,6 +20,17 @@ def find_label(labels: tuple[str, ...], argument: str) -> str | None:
     """The page label an action's argument names, lower-cased (``Search`` is not clickable), as ``WebAgentTextEnv.step``."""
     folded = argument.lower()
     return next((label for label in labels if label.lower() == folded and label != SEARCH_LABEL), None)
+
+
+def select_option(
+    product: Product, selection: tuple[tuple[str, str], ...], value: str
+) -> tuple[tuple[str, str], ...]:
+    """The selection after clicking option ``value`` of ``product``: each group it is a value of takes it."""
+    chosen = dict(selection)
+    for option in product.options:
+        if value in option.values:
+            chosen[option.label] = value
+    return tuple((o.label, chosen[o.label]) for o in product.options if o.label in chosen)
 
 
 def next_page(catalog: Catalog, page: Page, labels: tuple[str, ...], action: ParsedAction) -> Page | None:
@@ -48,12 +59,7 @@ def next_page(catalog: Catalog, page: Page, labels: tuple[str, ...], action: Par
             return Page(kind, query=page.query, page=page.page, item=page.item, selection=page.selection)  # type: ignore[arg-type]
         if label == BUY_LABEL:
             return Page("done", item=page.item, selection=page.selection)
-        product = catalog.products[page.item]
-        chosen = dict(page.selection)
-        for option in product.options:
-            if label in option.values:
-                chosen[option.label] = label
-        selection = tuple((o.label, chosen[o.label]) for o in product.options if o.label in chosen)
+        selection = select_option(catalog.products[page.item], page.selection, label)
         return Page("item", query=page.query, page=page.page, item=page.item, selection=selection)
     if label == PREV_LABEL:  # a sub-page
         return Page("item", query=page.query, page=page.page, item=page.item, selection=page.selection)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dreamgym_env.envs.webshop.catalog import MAX_RESULTS
+from dreamgym_env.envs.webshop.navigation import select_option
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
     LAYOUT_CACHE_SIZE,
@@ -343,30 +344,39 @@ def state_of_text(text: str, catalog: Catalog) -> WebShopState | None:
 def catalog_facts(state: WebShopState | None, action: ParsedAction, catalog: Catalog) -> dict[str, Any]:
     """What ``catalog`` answers to ``action`` on ``state``: the next state's fields that come from it.
 
-    A search, [Next >], [< Prev] to a results page: ``total`` (where it changes) and the page's
-    ``results``; an item id: its ``item``; [Description], [Reviews]: the sub-page's ``text``; each
-    value as the state's JSON writes it. None for an action whose page the catalog does not
-    shape (an option, [Buy Now], [Back to Search]), a label the catalog does not know, or a
-    click from a page that is not a state (``None``).
+    A search: the engine's ``query`` (the argument, sanitised), ``page`` 1, ``total`` and
+    ``results``; [Next >], [< Prev] on results: the new ``page`` and its ``results``; [< Prev] on an
+    item: the results page's ``total`` and ``results``; an item id: its ``item``; an option value:
+    the ``selected`` options after it (the group the product lists the value in takes it);
+    [Description], [Reviews]: the sub-page's ``text``. Each value as the state's JSON writes it.
+    None for an action whose page the catalog does not shape ([Buy Now], [Back to Search]), a
+    label the catalog does not know, or a click from a page that is not a state (``None``).
     """
     label = action.argument.lower()
     if action.verb == "search":
-        return _results(catalog, sanitize_query(action.argument), 1, with_total=True)
+        query = sanitize_query(action.argument)
+        return {"query": query, "page": 1, **_results(catalog, query, 1, with_total=True)}
     if action.verb != "click" or state is None:
         return {}
     if state.kind == "results":
         if label in (NEXT_LABEL.lower(), PREV_LABEL.lower()):
-            turn = 1 if label == NEXT_LABEL.lower() else -1
-            return _results(catalog, state.query, state.page + turn, with_total=False)
+            page = state.page + (1 if label == NEXT_LABEL.lower() else -1)
+            return {"page": page, **_results(catalog, state.query, page, with_total=False)}
         product = next((catalog.by_id.get(row.id) for row in state.results if row.id.lower() == label), None)
         return {} if product is None else {"item": item_of(product).model_dump(mode="json")}
     if state.kind == "item" and state.item is not None:
         if label == PREV_LABEL.lower():
             return _results(catalog, state.query, state.page, with_total=True)
         product = catalog.by_id.get(state.item.id)
+        if product is None:
+            return {}
         kind = SUB_PAGE_LABELS.get(next((k for k in SUB_PAGE_LABELS if k.lower() == label), ""), "")
-        if product is not None and kind in ("description", "reviews"):
+        if kind in ("description", "reviews"):
             return {"text": list(catalog.text(product, kind))}
+        value = next((v for o in product.options for v in o.values if v.lower() == label), None)
+        if value is not None:
+            chosen = select_option(product, tuple((c.group, c.value) for c in state.selected), value)
+            return {"selected": [_choice(g, v).model_dump(mode="json") for g, v in chosen]}
     return {}
 
 

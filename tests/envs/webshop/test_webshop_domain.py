@@ -4,6 +4,7 @@ import json
 from importlib import resources
 
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.envs.webshop.catalog import load_catalog
 from dreamgym_env.envs.webshop.domain import PROMPT, WebShopDomain
 from dreamgym_env.envs.webshop.expert import WebShopExpert
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
@@ -62,8 +63,8 @@ def test_the_given_fields_are_the_next_states_catalog_fields_on_reference_episod
                 assert after[name] == value, (request.action, name)
                 given[name] = given.get(name, 0) + 1
             if domain.parse_action(request.action).verb == "search":  # the engine's results, whatever the query
-                assert list(request.given_fields) == ["total", "results"]
-    assert given["results"] and given["item"] and given["text"]
+                assert list(request.given_fields) == ["query", "page", "total", "results"]
+    assert given["results"] and given["item"] and given["text"] and given["selected"] and given["page"]
 
 
 def test_the_catalog_answers_only_what_it_decides():
@@ -73,7 +74,7 @@ def test_the_catalog_answers_only_what_it_decides():
     env.reset(options={"task": task})
     start = env.abstract_state
     search = domain.parse_action("search[qqqzzz xxyyq]")
-    assert domain.given_fields(task, start, search) == {"total": 0, "results": []}
+    assert domain.given_fields(task, start, search) == {"query": "qqqzzz xxyyq", "page": 1, "total": 0, "results": []}
     env.step(f"search[{task.instruction}]")
     results = env.abstract_state
     item_id = results.results[0].id
@@ -84,6 +85,15 @@ def test_the_catalog_answers_only_what_it_decides():
     assert item.item is not None and facts == {"item": item.item.model_dump(mode="json")}
     for action in ("click[Buy Now]", "click[Features]", "click[Back to Search]", "click[no such label]"):
         assert domain.given_fields(task, item, domain.parse_action(action)) == {}, action
+    # An option value: the selection after it, as the reference env's item page holds it.
+    product = next(p for p in load_catalog().products if p.id == item.item.id)
+    first, second = product.options[0].values[:2]
+    for value in (first, second.upper()):  # the last click of a group wins; arguments in any case
+        facts = domain.given_fields(task, item, domain.parse_action(f"click[{value}]"))
+        env.step(f"click[{value.lower()}]")
+        item = env.abstract_state
+        assert facts == {"selected": [c.model_dump(mode="json") for c in item.selected]}
+    assert [c.value for c in item.selected] == [second]
 
 
 def test_a_text_request_shows_the_catalogs_answers_as_lines():
@@ -96,7 +106,7 @@ def test_a_text_request_shows_the_catalogs_answers_as_lines():
     lines = domain.world_lines(task, env.state, f"click[{item_id}]")
     assert dict(map(_field, lines)) == domain.given_fields(task, env.abstract_state, domain.parse_action(f"click[{item_id}]"))
     # A search needs no page: a text the shop never showed still gets the engine's results.
-    assert [name for name, _ in map(_field, domain.world_lines(task, "not a page", "search[shirt]"))] == ["total", "results"]
+    assert [name for name, _ in map(_field, domain.world_lines(task, "not a page", "search[shirt]"))] == ["query", "page", "total", "results"]
     assert domain.world_lines(task, "not a page", "click[Next >]") == ()
     assert domain.world_lines(task, env.state, "fly") == ()
     assert domain.world_lines(task, env.abstract_state.model_dump_json(), f"click[{item_id}]") == ()  # structured: given
