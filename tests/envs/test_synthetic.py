@@ -60,13 +60,14 @@ def test_a_request_carries_what_its_domain_looks_up(scripted_model, webshop_task
     text.step("search[shirt]")
     request = scripted_model.requests[-1]
     assert request.world == list(text.domain.world_lines(webshop_task, request.state, "search[shirt]"))
-    assert request.world[0].startswith('"total": ') and request.given_fields == {}
+    assert [line.split(": ", 1)[0] for line in request.world] == ['"query"', '"page"', '"total"', '"results"']
+    assert request.given_fields == {}
     structured = DreamEnv("webshop", scripted_model, state_mode="structured")
     structured.reset(options={"task": webshop_task})
     with contextlib.suppress(ModelOutputError):  # the scripted pages are text: structured mode refuses them
         structured.step("search[shirt]")
     request = scripted_model.requests[-1]
-    assert request.world == [] and list(request.given_fields) == ["total", "results"]
+    assert request.world == [] and list(request.given_fields) == ["query", "page", "total", "results"]
 
 
 def test_invalid_action_gives_feedback_without_model_call(scripted_model, webshop_task):

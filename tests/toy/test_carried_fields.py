@@ -153,7 +153,8 @@ def test_sft_targets_leave_the_carried_fields_out_and_rows_keep_them():
         request, truth, "an option", split="train", policy="expert", reasoning_source="reference"
     )
     target = json.loads(row["completion"][0]["content"])["next_state"]
-    assert not set(request.carried_fields) & set(target) and "selected" in target
+    assert not set(request.carried_fields) & set(target)
+    assert "selected" not in target and "selected" in request.given_fields  # the item's option owns the value
     again = request_of(row, domain)
     assert again.carried_fields == request.carried_fields and answer_state_schema(again) is not None
     parsed = parse_transition(
@@ -210,11 +211,11 @@ def test_webshop_targets_leave_out_what_the_catalog_gives():
     pairs = expert_transitions("webshop")
     search = next(p for p in pairs if p.request.action.startswith("search["))
     request, truth = search.request, search.truth
-    assert list(request.given_fields) == ["total", "results"] and request.given_fields["results"]
+    assert list(request.given_fields) == ["query", "page", "total", "results"] and request.given_fields["results"]
     row = sft_example(request, truth, "search", split="train", policy="expert", reasoning_source="reference")
     target = json.loads(row["completion"][0]["content"])["next_state"]
     assert "results" not in target and "total" not in target and target["kind"] == "results"
-    assert "Leave total, results out of next_state: the environment's data gives them." in user_prompt(request)
+    assert "Leave query, page, total, results out of next_state: the environment's data gives them." in user_prompt(request)
     assert request_of(row, domain).given_fields == request.given_fields
     answer = json.loads(row["completion"][0]["content"])
     parsed = parse_transition(json.dumps(answer), None, answer_state_schema(request), carried_values(request))
