@@ -256,6 +256,14 @@ def build_command(
         int | None,
         typer.Option(min=1, help="Times each episode end is seen a pass (default 4; distilled 8)."),
     ] = None,
+    end_share: Annotated[
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of train examples that end an episode (default: natural rate; distilled 0.25).",
+        ),
+    ] = None,
     max_minutes: MaxMinutesOption = None,
     lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 8,
     eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
@@ -287,7 +295,7 @@ def build_command(
         raise typer.BadParameter(f"--kind must be adapter or distilled, got {chosen_kind!r}")
     config = BuildConfig.for_kind(
         cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
-        max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
+        end_share=end_share, max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
         seed=seed, threads=threads, remeasure_base=remeasure_base,
     )  # fmt: skip
     chosen = tuple(part.strip() for part in stages.split(",") if part.strip())

@@ -76,8 +76,9 @@ class BuildConfig:
     from :meth:`for_kind`. ``steps`` optimiser steps (an adapter's of one example, rank
     ``lora_r``, every linear layer; a distilled model's of 16);
     ``end_weight``: how many times each episode-end example is seen per pass (see
-    :class:`~.train.TrainConfig`); ``eval_n`` held-out transitions (a third each expert, noisy,
-    random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
+    :class:`~.train.TrainConfig`); ``end_share``: the share of train examples that end an
+    episode (see :func:`~.dataset.build_dataset`; ``None``: their natural rate); ``eval_n``
+    held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
     stage); ``threads``: torch's and llama.cpp's CPU threads (default: all cores);
     ``remeasure_base``: measure the base again even where an earlier build measured it on the
     same transitions (same base, prompt, ``eval_n`` and seed).
@@ -87,6 +88,7 @@ class BuildConfig:
     test_n: int | None = None
     steps: int = 100
     end_weight: int = 4
+    end_share: float | None = None
     lora_r: int = 8
     lora_alpha: int = 16
     learning_rate: float = 3e-4
@@ -113,7 +115,7 @@ class BuildConfig:
         """
         recipe: dict[str, Any] = {"kind": kind}
         if kind == "distilled":
-            recipe |= {"n": 6000, "test_n": 300, "steps": 2400, "end_weight": 8,
+            recipe |= {"n": 6000, "test_n": 300, "steps": 2400, "end_weight": 2, "end_share": 0.25,
                        "learning_rate": 3e-3, "save_steps": 50, "max_minutes": 26.0}  # fmt: skip
         elif kind != "adapter":
             raise ConfigurationError(f"kind must be 'adapter' or 'distilled', got {kind!r}")
@@ -126,6 +128,12 @@ class BuildConfig:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.rollouts < 0:
             raise ConfigurationError(f"rollouts must be >= 0, got {self.rollouts}")
+        if self.end_share is not None and not 0.0 <= self.end_share <= 1.0:
+            raise ConfigurationError(f"end_share must be in [0, 1], got {self.end_share}")
+
+    def data_recipe(self) -> dict[str, Any]:
+        """The fields that decide the data (other values write it again)."""
+        return {"n": self.n, "test_n": self.test_n, "seed": self.seed, "end_share": self.end_share}
 
     def train_recipe(self) -> dict[str, Any]:
         """The fields that decide the trained model, named as in its manifest's config (other ones train it again)."""
@@ -183,8 +191,15 @@ class Eta:
         )  # fmt: skip
 
 
+def _data_recipe_path(data: Path) -> Path:
+    return data.with_suffix(".recipe.json")
+
+
 def _data_current(path: Path, pack: Domain, config: BuildConfig) -> bool:
     if not path.is_file():
+        return False
+    recipe = _data_recipe_path(path)
+    if recipe.is_file() and json.loads(recipe.read_text(encoding="utf-8")) != config.data_recipe():
         return False
     rows = read_examples(path)
     fingerprint = prompt_fingerprint(
@@ -305,7 +320,7 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         f"# The {shipped.domain} pack's trained experience model ({shipped.kind})",
         "",
         what + f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
-        f"(episode ends weighted {shipped.config.get('end_weight', 1)}x) "
+        f"({shipped.stats.get('episode_ends')} of them end an episode, weighted {shipped.config.get('end_weight', 1)}x) "
         f"({shipped.stats.get('seconds', 0) / 60:.0f} min, {shipped.stats.get('tokens_per_s')} tokens/s, "
         f"{shipped.stats.get('device')}). Prompt fingerprint `{shipped.prompt_fingerprint}` "
         f"({shipped.state_mode} states). Rebuild: `{rebuild_command(shipped.domain, shipped.kind)}`.",
@@ -463,7 +478,10 @@ def build_pack_model(
             logger.info("stage 1/%d data: %s is current, kept", len(STAGES), data)
         else:
             started = begin("data", f"{config.n} train examples from {pack.name}'s reference env")
-            summary = build_dataset(pack, config.n, data, test_n=config.test_n, seed=config.seed)
+            summary = build_dataset(
+                pack, config.n, data, test_n=config.test_n, seed=config.seed, end_share=config.end_share
+            )
+            _data_recipe_path(data).write_text(json.dumps(config.data_recipe()) + "\n", encoding="utf-8")
             logger.info("data: %s (%.0f s)", summary.format().splitlines()[0], time.perf_counter() - started)
     if "train" in stages:
         if _trained_current(model_dir, data, config):

@@ -84,6 +84,7 @@ class DatasetSummary:
     test_tasks: int
     generated_tasks: int
     by_policy: dict[str, int]
+    train_episode_ends: int
     reasoning_source: ReasoningSource
     seconds: float
     out: str
@@ -97,7 +98,8 @@ class DatasetSummary:
             f"{self.out}: {self.train_examples} train examples ({self.train_tasks} tasks, "
             f"{self.generated_tasks} generated) and {self.test_examples} test examples ({self.test_tasks} tasks)",
             f"domain {self.domain}, {self.state_mode} states, reasoning from the {self.reasoning_source}, "
-            f"policies {dict(self.by_policy)}, {self.seconds:.1f} s",
+            f"policies {dict(self.by_policy)}, {self.train_episode_ends} train examples end an episode, "
+            f"{self.seconds:.1f} s",
         ]
         return "\n".join([*lines, *self.notes])
 
@@ -276,22 +278,31 @@ def policy_transitions(
     seed: int,
     tasks: Sequence[Task] | None = None,
     history_len: int = DEFAULT_HISTORY_LEN,
+    end_share: float | None = None,
 ) -> list[ReferenceTransition]:
     """``count`` valid reference transitions of ``policy``'s episodes on ``split``'s tasks (or ``tasks``).
 
     Episodes are played until their valid transitions number at least twice ``count`` (or
     :data:`MAX_COLLECT_ROUNDS` rounds), then ``count`` are drawn at random (seeded), in
-    episode order.
+    episode order. With ``end_share``, that share of the draw are transitions that end their
+    episode (WebShop's purchases, ALFWorld's completions), as far as the rounds' episodes
+    give them, the rest transitions that do not: episodes end once, so at their natural rate
+    the verdicts that decide an episode's outcome are a few percent of the data.
     """
     if count <= 0:
         return []
+    ends_wanted = 0 if end_share is None else round(count * end_share)
     env = domain.make_reference_env(split=split, max_steps=domain.max_episode_steps)
     mode = state_mode_of(domain)
     actor = make_policy(policy, domain, seed=seed)
     pool: list[ReferenceTransition] = []
+    ends = 0
     try:
         for round_ in range(MAX_COLLECT_ROUNDS):
-            episodes = max(2, math.ceil((2 * count - len(pool)) / max(1, domain.max_episode_steps // 3)))
+            steps_short = max(0, 2 * count - len(pool))
+            episodes = max(
+                2, math.ceil(steps_short / max(1, domain.max_episode_steps // 3)), ends_wanted - ends
+            )
             trajectories = collect_trajectories(
                 env,
                 actor,
@@ -303,12 +314,20 @@ def policy_transitions(
                 state_mode=mode,
             )
             pool += reference_transitions(trajectories, domain, history_len=history_len)
-            if len(pool) >= 2 * count:
+            ends = sum(t.truth.terminated for t in pool)
+            if len(pool) >= 2 * count and ends >= ends_wanted:
                 break
     finally:
         env.close()
-    picks = np.random.default_rng(seed).choice(len(pool), size=min(count, len(pool)), replace=False)
-    return [pool[int(i)] for i in sorted(picks)]
+    rng = np.random.default_rng(seed)
+    if end_share is None:
+        picks = rng.choice(len(pool), size=min(count, len(pool)), replace=False)
+        return [pool[int(i)] for i in sorted(picks)]
+    ending = [i for i, t in enumerate(pool) if t.truth.terminated]
+    going_on = [i for i, t in enumerate(pool) if not t.truth.terminated]
+    end_picks = rng.choice(ending, size=min(ends_wanted, len(ending)), replace=False)
+    other_picks = rng.choice(going_on, size=min(count - len(end_picks), len(going_on)), replace=False)
+    return [pool[int(i)] for i in sorted([*end_picks, *other_picks])]
 
 
 def _shares(total: int) -> dict[str, int]:
@@ -327,6 +346,7 @@ def build_dataset(
     history_len: int = DEFAULT_HISTORY_LEN,
     teacher: ChatModel | None = None,
     variation_share: float = DEFAULT_VARIATION_SHARE,
+    end_share: float | None = None,
 ) -> DatasetSummary:
     """Write ``n`` train and ``test_n`` test SFT examples of ``domain`` to the JSONL file ``out``.
 
@@ -340,6 +360,9 @@ def build_dataset(
         teacher: a chat model that writes the reasoning and the curriculum variations.
         variation_share: with a teacher, the share of train examples played (by the expert) on
             curriculum variations of the train tasks, where the domain checks generated tasks.
+        end_share: the share of each policy's train examples that end an episode (see
+            :func:`policy_transitions`; default: their natural rate). Test examples keep the
+            natural rate, as the synthetic env meets them.
     """
     pack = get_domain(domain)
     if n < 1:
@@ -347,6 +370,8 @@ def build_dataset(
     test_n = max(1, round(n * DEFAULT_TEST_FRACTION)) if test_n is None else test_n
     if test_n < 0 or not 0.0 <= variation_share < 1.0:
         raise ConfigurationError("test_n must be >= 0 and variation_share in [0, 1)")
+    if end_share is not None and not 0.0 <= end_share <= 1.0:
+        raise ConfigurationError(f"end_share must be in [0, 1], got {end_share}")
     started = time.perf_counter()
     source: ReasoningSource = "teacher" if teacher is not None else "reference"
     write_reasoning: Callable[[ExperienceRequest, Transition], str] = (
@@ -379,7 +404,14 @@ def build_dataset(
     by_policy: Counter[str] = Counter()
     for index, (split, name, count, tasks) in enumerate(plan):
         for reference in policy_transitions(
-            pack, split, name, count, seed=seed + 7919 * index, tasks=tasks, history_len=history_len
+            pack,
+            split,
+            name,
+            count,
+            seed=seed + 7919 * index,
+            tasks=tasks,
+            history_len=history_len,
+            end_share=end_share if split == "train" else None,
         ):
             task = reference.request.task
             if task.id not in allowed[split] or (
@@ -414,6 +446,7 @@ def build_dataset(
         test_tasks=len({r["task_id"] for r in splits["test"]}),
         generated_tasks=len(generated),
         by_policy=dict(by_policy),
+        train_episode_ends=sum(map(ends_episode, splits["train"])),
         reasoning_source=source,
         seconds=round(time.perf_counter() - started, 2),
         out=str(out),

@@ -101,6 +101,21 @@ def test_a_second_build_keeps_current_data_and_training(built, config, caplog):
     assert (work / "model" / MANIFEST_NAME).stat().st_mtime_ns == trained_at
 
 
+def test_a_changed_end_share_writes_the_data_again(built, config, caplog):
+    work, _ = built
+    more_ends = BuildConfig(**{**config.__dict__, "end_share": 0.5})
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
+        build_pack_model("webshop", work, more_ends, install=work / "pack", stages=("data",))
+        assert "is current, kept" not in caplog.text
+        train = read_examples(work / "sft.jsonl", split="train")
+        for policy in ("expert", "noisy"):  # 1 of their 2 examples each
+            assert sum(ends_episode(row) for row in train if row["policy"] == policy) == 1
+        build_pack_model("webshop", work, config, install=work / "pack", stages=("data",))  # back as it was
+    assert "is current, kept" not in caplog.text
+    with pytest.raises(ConfigurationError, match="end_share"):
+        BuildConfig(end_share=-0.1)
+
+
 def test_a_changed_recipe_trains_again(built, config, tmp_path):
     work, _ = built
     other = tmp_path / "work"
@@ -215,7 +230,8 @@ def test_a_distilled_build_installs_its_gguf_measures_it_and_names_its_rebuild(t
         "distilled", n=6, test_n=3, steps=2, save_steps=1, eval_n=4, rollouts=0, threads=1,
         size=TINY_DISTILLED, vocab_size=400, max_minutes=5.0,
     )  # fmt: skip
-    assert config.kind == "distilled" and config.learning_rate == 3e-3 and config.end_weight == 8
+    assert config.kind == "distilled" and config.learning_rate == 3e-3 and config.end_weight == 2
+    assert config.end_share == 0.25
     calls: list[list[str]] = []
     monkeypatch.setattr(evaluate, "compare_models", fake_compare(calls))
     pack = tmp_path / "pack" / "distilled"

@@ -29,6 +29,8 @@ from dreamgym_env.experience.prompt import (
 )
 from dreamgym_env.experience.trained import file_sha256
 from dreamgym_env.training.dataset import (
+    build_dataset,
+    ends_episode,
     read_examples,
     reference_reasoning,
     request_of,
@@ -131,6 +133,22 @@ def test_the_split_holds_no_task_in_both_halves(dataset):
     assert test <= {t.id for t in WEBSHOP.tasks("test")}
     assert {row["policy"] for row in rows} == {"expert", "noisy", "random"}
     assert {row["reasoning_source"] for row in rows} == {"reference"}
+
+
+def test_an_end_share_draws_that_share_of_each_policys_train_examples_from_episode_ends(tmp_path):
+    natural, ended = tmp_path / "natural.jsonl", tmp_path / "ends.jsonl"
+    build_dataset(WEBSHOP, 30, natural, test_n=6, seed=2)
+    summary = build_dataset(WEBSHOP, 30, ended, test_n=6, seed=2, end_share=0.5)
+    train = read_examples(ended, split="train")
+    for policy in ("expert", "noisy"):  # their episodes end often enough to fill the share
+        rows = [row for row in train if row["policy"] == policy]
+        assert sum(map(ends_episode, rows)) == len(rows) // 2
+    assert summary.train_episode_ends == sum(map(ends_episode, train))
+    assert summary.train_episode_ends > sum(map(ends_episode, read_examples(natural, split="train")))
+    # the test examples keep the natural rate: they are what the synthetic env meets
+    assert read_examples(ended, split="test") == read_examples(natural, split="test")
+    with pytest.raises(ConfigurationError, match="end_share"):
+        build_dataset(WEBSHOP, 30, ended, end_share=1.5)
 
 
 def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(dataset):
