@@ -331,6 +331,19 @@ class Domain(ABC):
         """
         return {}
 
+    def settled_state(
+        self, task: Task, state: BaseModel, action: ParsedAction, next_state: BaseModel
+    ) -> BaseModel:
+        """``next_state`` as the model wrote it for ``action`` on ``state``, with what its verdict implies (structured mode).
+
+        The model judges whether the action works; where the domain's rules fix what a working
+        action writes (ALFWorld's ``You pick up the apple 1 from the countertop 1.`` and the apple
+        in the inventory), the domain writes it, so a small model's copying slip cannot move
+        the next state away from its own verdict. Rewards, episode ends and the verdict itself
+        stay the model's. Default: ``next_state`` as it is.
+        """
+        return next_state
+
     def answer_fields(self, state: str, action: str, task: Task | None = None) -> dict[str, Any]:
         """A structured request's ``carried_fields``, ``updated_fields`` and (with ``task``) ``given_fields``.
 

@@ -267,6 +267,11 @@ def _score(
     }
     predicted = answer if isinstance(answer, Transition) else None
     guess_abstract = views.abstract(predicted.next_state) if predicted is not None else None
+    action = pack.parse_action(reference.request.action)
+    state_abstract = views.abstract(reference.request.state)
+    if guess_abstract is not None and state_abstract is not None and not isinstance(action, ActionError):
+        # what the synthetic env would show: the model's next state, settled by the domain
+        guess_abstract = pack.settled_state(reference.request.task, state_abstract, action, guess_abstract)
     if predicted is None or (views.structured and guess_abstract is None):
         zeros = dict.fromkeys(type(true_abstract).model_fields, 0.0) if true_abstract is not None else {}
         return TransitionScore(
@@ -284,7 +289,6 @@ def _score(
     same_state = truth_norm == guess_norm
     rubric_agrees, rubric_scored, rubric_done_agrees, rubric_ended = None, False, None, False
     if guess_abstract is not None:
-        action = pack.parse_action(reference.request.action)
         rubric = (
             pack.rubric_reward(reference.request.task, guess_abstract, action)
             if not isinstance(action, ActionError)

@@ -366,6 +366,7 @@ class DreamEnv(gym.Env[str, str]):
                     f"task {self.task.id!r}: the next state is not a valid {self.domain.name} state: {exc}",
                     output=transition.next_state,
                 ) from exc
+            abstract = self.domain.settled_state(self.task, self._abstract_state(), pending.action, abstract)
             text = self.domain.render_state(abstract)
             next_state = abstract.model_dump_json()  # canonical: equal states compare equal
             if self.reward_mode == "rubric":

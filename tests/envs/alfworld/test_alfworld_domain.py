@@ -1,9 +1,18 @@
 from __future__ import annotations
 
+from collections import Counter
+
+from dreamgym_env.agents import make_policy
 from dreamgym_env.domain import ActionError, ParsedAction
 from dreamgym_env.envs.alfworld.domain import ALFWorldDomain
 from dreamgym_env.envs.alfworld.goal import Goal
+from dreamgym_env.envs.alfworld.grammar import parse_command
 from dreamgym_env.envs.alfworld.reference_env import ALFWorldRefEnv
+from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS
+from dreamgym_env.envs.alfworld.world import PROCESSES
+from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.testing.doubles import ScriptedExperienceModel
+from dreamgym_env.types import Transition
 
 DOMAIN = ALFWorldDomain()
 
@@ -71,3 +80,76 @@ def test_a_request_shows_the_starting_places_of_the_receptacles_its_action_names
     assert DOMAIN.world_lines(task, "{}", "put apple 1 in/on fridge 1") == (fridge,)
     assert DOMAIN.world_lines(task, "{}", "look") == ()
     assert DOMAIN.world_lines(task, "{}", "fly to the moon") == ()
+
+
+def _reference_steps(policy_name: str, tasks: int):
+    """(task, state before, parsed action, state after) of a policy's valid steps in the reference household."""
+    env = DOMAIN.make_reference_env(split="test")
+    policy = make_policy(policy_name, DOMAIN, seed=0)
+    for task in DOMAIN.tasks("test")[:tasks]:
+        observation, info = env.reset(seed=0, options={"task": task})
+        policy.reset()
+        for _ in range(30):
+            before, action = env.abstract_state, policy(observation, info)
+            observation, _, terminated, truncated, info = env.step(action)
+            parsed = DOMAIN.parse_action(action)
+            if info["action_valid"] and isinstance(parsed, ParsedAction):
+                yield task, before, parsed, env.abstract_state
+            if terminated or truncated:
+                break
+
+
+def test_settling_the_reference_households_own_next_state_changes_nothing():
+    settled: Counter[str] = Counter()
+    for policy_name in ("expert", "noisy"):
+        for task, before, action, after in _reference_steps(policy_name, 12):
+            assert DOMAIN.settled_state(task, before, action, after) == after, action.text
+            settled[action.verb] += after.feedback not in ("", NOTHING_HAPPENS)
+    assert settled["take"] >= 5 and settled["put"] >= 5 and sum(settled[v] for v in PROCESSES) >= 2
+
+
+def test_a_take_or_put_the_model_judged_to_work_is_written_as_the_household_writes_it():
+    steps = [s for s in _reference_steps("expert", 12) if s[2].verb in ("take", "put")]
+    for task, before, action, after in steps:
+        obj = parse_command(action.text).obj
+        wrong = f"{obj.rsplit(' ', 1)[0]} 9"  # the small model's slip: another number of the same kind
+        slipped = after.model_copy(
+            update={
+                "feedback": after.feedback.replace(obj, wrong),
+                "inventory": [wrong] if after.inventory else [],
+                "seen": {name: [wrong if o == obj else o for o in objects] for name, objects in after.seen.items()},
+            }
+        )
+        assert slipped != after
+        assert DOMAIN.settled_state(task, before, action, slipped) == after
+        failed = before.model_copy(update={"event": "message", "feedback": NOTHING_HAPPENS})
+        assert DOMAIN.settled_state(task, before, action, failed) == failed  # the verdict stays the model's
+    assert len(steps) >= 10
+
+
+def test_the_synthetic_household_shows_the_settled_state_of_a_slipped_take():
+    """A model that judges every step right but writes another object's number after a take."""
+    task = next(t for t in DOMAIN.tasks("test") if Goal.of_task(t).family == "pick_and_place")
+    reference = DOMAIN.make_reference_env(split="test")
+    observation, info = reference.reset(seed=0, options={"task": task})
+
+    def answer(request):
+        truth = reference.abstract_state
+        if request.action.startswith("take "):
+            obj = parse_command(request.action).obj
+            truth = truth.model_copy(update={"feedback": truth.feedback.replace(obj, f"{obj} 9"), "inventory": []})
+        return Transition(next_state=truth.model_dump_json(), reward=0.0, terminated=False)
+
+    synthetic = DreamEnv(DOMAIN, ScriptedExperienceModel(answer), split="test", state_mode="structured")
+    synthetic.reset(seed=0, options={"task": task})
+    expert = DOMAIN.expert_policy()
+    took = False
+    for _ in range(8):
+        action = expert(observation, info)
+        observation, _, terminated, _, info = reference.step(action)
+        shown, *_ = synthetic.step(action)
+        assert shown == observation, action
+        took |= action.startswith("take ")
+        if terminated:
+            break
+    assert took
