@@ -254,14 +254,13 @@ def build_command(
     ] = None,
     end_weight: Annotated[
         int | None,
-        typer.Option(min=1, help="Times each episode end is seen a pass (default 4; distilled 8)."),
+        typer.Option(min=1, help="Times each episode end is seen a pass (default 4; distilled 2)."),
     ] = None,
     end_share: Annotated[
-        float | None,
+        str | None,
         typer.Option(
-            min=0.0,
-            max=1.0,
-            help="Share of train examples that end an episode (default: natural rate; distilled 0.25).",
+            help="Share of train examples that end an episode, from 0 to 1, or 'natural' (their rate in "
+            "the episodes; the default for an adapter; distilled 0.25)."
         ),
     ] = None,
     max_minutes: MaxMinutesOption = None,
@@ -293,11 +292,20 @@ def build_command(
     chosen_kind = kind or pack.preferred_experience_model
     if chosen_kind not in ("adapter", "distilled"):
         raise typer.BadParameter(f"--kind must be adapter or distilled, got {chosen_kind!r}")
+    natural = end_share is not None and end_share.strip().lower() == "natural"
+    try:
+        share = None if end_share is None or natural else float(end_share)
+    except ValueError:
+        raise typer.BadParameter(
+            f"--end-share must be a number from 0 to 1 or 'natural', got {end_share!r}"
+        ) from None
     config = BuildConfig.for_kind(
         cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
-        end_share=end_share, max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
-        seed=seed, threads=threads, remeasure_base=remeasure_base,
+        end_share=share, max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n,
+        rollouts=rollouts, seed=seed, threads=threads, remeasure_base=remeasure_base,
     )  # fmt: skip
+    if natural:
+        config = dataclasses.replace(config, end_share=None)
     chosen = tuple(part.strip() for part in stages.split(",") if part.strip())
     work = work or Path("runs") / "experience" / f"{pack.name}-{chosen_kind}"
     shipped = build_pack_model(pack, work, config, install=install, stages=chosen)

@@ -256,13 +256,19 @@ def test_the_build_command_defaults_to_the_kind_the_pack_prefers(monkeypatch):
 
     def record(pack, work, config, *, install, stages):
         seen.update(pack=pack.name, work=work, kind=config.kind, n=config.n, install=install)
+        seen["end_share"] = config.end_share
         return TrainedModel.load(Path(str(get_domain("alfworld").experience_model_dir)))
 
     monkeypatch.setattr(build, "build_pack_model", record)
     result = CliRunner().invoke(app, ["experience", "build", "--domain", "alfworld", "--stages", "report"])
     assert result.exit_code == 0, result.output
     assert seen == {"pack": "alfworld", "work": Path("runs/experience/alfworld-distilled"), "kind": "distilled",
-                    "n": 6000, "install": None}  # fmt: skip
+                    "n": 6000, "install": None, "end_share": 0.25}  # fmt: skip
+    for given, share in (("natural", None), ("0.5", 0.5)):  # the recipe before end_share, and any share
+        result = CliRunner().invoke(app, ["experience", "build", "--domain", "alfworld", "--end-share", given])
+        assert result.exit_code == 0 and seen["end_share"] == share, result.output
+    bad = CliRunner().invoke(app, ["experience", "build", "--domain", "alfworld", "--end-share", "most"])
+    assert bad.exit_code != 0 and "'natural'" in bad.output
     result = CliRunner().invoke(app, ["experience", "build", "--domain", "webshop", "--kind", "adapter", "--n", "9"])
     assert result.exit_code == 0 and seen["kind"] == "adapter" and seen["n"] == 9
     bad = CliRunner().invoke(app, ["experience", "build", "--domain", "webshop", "--kind", "oracle"])
