@@ -94,16 +94,24 @@ def fidelity_command(
         int,
         typer.Option(
             min=0,
-            help="Rollout consistency: this many synthetic episodes each of the expert and noisy "
-            "policies (first mode, ungrounded), replayed in the reference env; 0: none.",
+            help="Rollout consistency: this many synthetic episodes of each --rollout-policies "
+            "policy (first mode, ungrounded), replayed in the reference env; 0: none.",
         ),
     ] = 0,
+    rollout_policies: Annotated[
+        str,
+        typer.Option(
+            help="Policies of the rollouts, comma-separated: expert, noisy, random (random finds "
+            "rewards a model pays to a policy far from its data)."
+        ),
+    ] = "expert,noisy",
     seed: Annotated[int, typer.Option(help="Seed of the sample, the grounding buffer and the oracle.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder of the reports.")] = Path("runs/fidelity"),
 ) -> None:
     """Fidelity of an experience model per action type and state field, in text and structured mode, grounded and not."""
+    from dreamgym_env.agents.registry import POLICY_NAMES
     from dreamgym_env.agents.rollouts import progress_bar
-    from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, ConsistencyReport, rollout_consistency
+    from dreamgym_env.bench.consistency import ConsistencyReport, rollout_consistency
     from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
     from dreamgym_env.bench.fidelity_runs import GROUNDINGS, MODES, FidelityResults, run_fidelity
     from dreamgym_env.bench.sampling import sample_transitions
@@ -112,6 +120,7 @@ def fidelity_command(
     pack = domain_or_default(domain)
     chosen_modes = cast("list[StateMode]", _choices(modes, MODES, "--modes"))
     groundings = cast("list[Grounding]", _choices(grounding, GROUNDINGS, "--grounding"))
+    policies = _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
     model_kind(
         model
     )  # oracle[:error_rate], endpoint[:model name], local[:base, preset, .gguf or trained dir]
@@ -140,11 +149,12 @@ def fidelity_command(
             )
         consistency: list[ConsistencyReport] = []
         if rollouts:
-            with progress_bar(rollouts * len(CONSISTENCY_POLICIES), "rollouts", unit="ep") as bar:
+            with progress_bar(rollouts * len(policies), "rollouts", unit="ep") as bar:
                 consistency = rollout_consistency(
                     experience_model,
                     pack,
                     episodes=rollouts,
+                    policies=policies,
                     state_mode=chosen_modes[0],
                     history_len=history_len,
                     seed=seed,

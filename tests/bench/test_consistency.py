@@ -77,6 +77,12 @@ def test_fidelity_reports_rollouts_when_asked(tmp_path):
     assert set(rollouts) == {"expert", "noisy"}
     assert rollouts["expert"]["episodes"] == 2 and rollouts["expert"]["outcome_agreement"] == 1.0
     assert "### Rollout consistency" in (tmp_path / "fidelity.md").read_text()
+    chosen = ["--rollouts", "2", "--rollout-policies", "random", "--out", str(tmp_path / "random")]
+    result = CliRunner().invoke(app, ["fidelity", *args, "--grounding", "none", *chosen])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads((tmp_path / "random" / "fidelity.json").read_text())["rollouts"]) == {"random"}
+    bad = CliRunner().invoke(app, ["fidelity", *args, "--rollouts", "2", "--rollout-policies", "greedy"])
+    assert bad.exit_code != 0 and "expert, noisy, random" in bad.output
 
 
 def test_episodes_must_be_positive():
