@@ -140,7 +140,7 @@ class WebShopDomain(Domain):
     state_kind_field = "kind"
     experience_model_dir = Path(__file__).parent / "experience_model"
     # Held out (docs/results.md): with the shop's data given, the distilled model's next states
-    # are the reference shop's on 97 of 100 (reward 0.99, always-0 0.95) at 15 transitions/s, and
+    # are the reference shop's on 97 of 100 (reward 0.99, always-0 0.95) at 13 transitions/s, and
     # 0.98 of expert episodes play as in the reference shop; the 0.5B adapter takes ~9 s a transition.
     preferred_experience_model = "distilled"
 
