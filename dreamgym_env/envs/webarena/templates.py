@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE
 from dreamgym_env.envs.webarena.sites.admin import MONTHS
-from dreamgym_env.envs.webarena.sites.base import make_url
+from dreamgym_env.envs.webarena.sites.base import collapse_spaces, make_url
 from dreamgym_env.envs.webarena.sites.gitlab import ME as GITLAB_ME
 from dreamgym_env.envs.webarena.sites.gitlab import ROLES, Project
 from dreamgym_env.envs.webarena.sites.map import Place, Route
@@ -176,16 +176,29 @@ def _places(data: SiteData, slots: Slots) -> tuple[Place, Place] | str:
 
 def _text(slots: Slots, key: str) -> str | None:
     """The slot's text with its spaces collapsed; ``None`` when empty or with a single quote."""
-    text = " ".join(slots.get(key, "").split())
+    text = collapse_spaces(slots.get(key, ""))
     return text if text and "'" not in text else None
 
 
 # -- resolvers --------------------------------------------------------------------------------------
+def _given(
+    lookup: Callable[[SiteData, Slots], T | str],
+) -> Callable[[Callable[[SiteData, Slots, T], Resolved | str]], Resolver]:
+    """A resolver of what ``lookup`` finds: it gets the object a slot names, or returns why none."""
+
+    def decorate(resolve_found: Callable[[SiteData, Slots, T], Resolved | str]) -> Resolver:
+        def resolve(data: SiteData, slots: Slots) -> Resolved | str:
+            found = lookup(data, slots)
+            return found if isinstance(found, str) else resolve_found(data, slots, found)
+
+        return resolve
+
+    return decorate
+
+
 def _r_product_fact(fact: str) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        p = _product(data, slots)
-        if isinstance(p, str):
-            return p
+    @_given(_product)
+    def resolve(data: SiteData, slots: Slots, p: Product) -> Resolved | str:
         if fact == "price":
             return {"product": p.name}, must_include(f"{p.price:.2f}")
         if fact == "reviews":
@@ -198,24 +211,24 @@ def _r_product_fact(fact: str) -> Resolver:
 
 
 def _r_missing_price(data: SiteData, slots: Slots) -> Resolved | str:
-    name = " ".join(slots.get("product", "").split())
+    name = collapse_spaces(slots.get("product", ""))
     if not name or data.store.product_named(name) is not None:
         return f"the shop sells {name!r}: the task would be achievable"
     return {"product": name}, not_applicable(f"the shop has no product {name}")
 
 
-def _r_cart(data: SiteData, slots: Slots) -> Resolved | str:
-    p = _product(data, slots)
+@_given(_product)
+def _r_cart(data: SiteData, slots: Slots, p: Product) -> Resolved | str:
     qty = _number(slots.get("qty", "1"))
-    if isinstance(p, str) or qty is None or not 1 <= qty <= 99:
-        return p if isinstance(p, str) else "the quantity must be from 1 to 99"
+    if qty is None or not 1 <= qty <= 99:
+        return "the quantity must be from 1 to 99"
     out = {"product": p.name, **({"qty": str(qty)} if "qty" in slots else {})}
     return out, program("cart_contains", product_id=p.id, qty=qty if "qty" in slots else 0)
 
 
-def _r_buy(data: SiteData, slots: Slots) -> Resolved | str:
-    p = _product(data, slots)
-    return p if isinstance(p, str) else ({"product": p.name}, program("order_placed", product_id=p.id))
+@_given(_product)
+def _r_buy(data: SiteData, slots: Slots, p: Product) -> Resolved | str:
+    return {"product": p.name}, program("order_placed", product_id=p.id)
 
 
 def _r_my_order(fact: str) -> Resolver:
@@ -306,23 +319,55 @@ def _r_set_price(data: SiteData, slots: Slots) -> Resolved | str:
     )
 
 
-def _r_subscribe(value: bool) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        forum = _forum(data, slots)
-        if isinstance(forum, str):
-            return forum
-        if (forum.name in data.reddit.subscribed) == value:
-            return f"already {'' if value else 'not '}subscribed to /f/{forum.name}"
-        return {"forum": forum.name}, program("subscribed", forum=forum.name, value=value)
+def _r_toggle(
+    check: str,
+    slot: str,
+    lookup: Callable[[SiteData, Slots], T | str],
+    name: Callable[[T], str],
+    seeded: Callable[[SiteData], frozenset[str]],
+    moot: str,
+) -> Callable[[bool], Resolver]:
+    """The resolvers of tasks that turn a seeded on/off flag (subscribed, starred) to a value.
 
-    return resolve
+    ``lookup``: the slot's object or why none; ``name``: its name in the slot and in ``seeded``,
+    the names whose flag is on; ``moot``: why a task is moot, ``{name}`` standing for the name
+    and ``{not_}`` for ``"not "`` when the value is off.
+    """
+
+    def resolver(value: bool) -> Resolver:
+        @_given(lookup)
+        def resolve(data: SiteData, slots: Slots, found: T) -> Resolved | str:
+            key = name(found)
+            if (key in seeded(data)) == value:
+                return moot.format(name=key, not_="" if value else "not ")
+            return {slot: key}, program(check, **{slot: key}, value=value)
+
+        return resolve
+
+    return resolver
+
+
+_r_subscribe = _r_toggle(
+    "subscribed",
+    "forum",
+    _forum,
+    lambda forum: forum.name,
+    lambda data: data.reddit.subscribed,
+    "already {not_}subscribed to /f/{name}",
+)
+_r_star = _r_toggle(
+    "starred",
+    "project",
+    _project,
+    lambda project: project.path,
+    lambda data: data.gitlab.starred,
+    "{name} is already {not_}starred",
+)
 
 
 def _r_vote(direction: int) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        post = _post(data, slots)
-        if isinstance(post, str):
-            return post
+    @_given(_post)
+    def resolve(data: SiteData, slots: Slots, post: Post) -> Resolved | str:
         return {"post": post.title, "forum": post.forum}, program(
             "voted", post_id=post.id, direction=direction
         )
@@ -330,73 +375,63 @@ def _r_vote(direction: int) -> Resolver:
     return resolve
 
 
-def _r_comment(data: SiteData, slots: Slots) -> Resolved | str:
-    post, text = _post(data, slots), _text(slots, "comment")
-    if isinstance(post, str) or text is None:
-        return post if isinstance(post, str) else "the comment must be non-empty, without single quotes"
+@_given(_post)
+def _r_comment(data: SiteData, slots: Slots, post: Post) -> Resolved | str:
+    text = _text(slots, "comment")
+    if text is None:
+        return "the comment must be non-empty, without single quotes"
     spec = program("commented", post_id=post.id, text=text)
     return {"comment": text, "post": post.title, "forum": post.forum}, at_url(
         spec, make_url("reddit.local", post.path)
     )
 
 
-def _r_new_post(data: SiteData, slots: Slots) -> Resolved | str:
-    forum, title = _forum(data, slots), _text(slots, "title")
-    if isinstance(forum, str) or title is None:
-        return forum if isinstance(forum, str) else "the title must be non-empty, without single quotes"
-    if any(title.lower() in p.title.lower() for p in data.reddit.posts if p.forum == forum.name):
-        return f"/f/{forum.name} already shows a post titled {title!r}"
+def _new_titled(slots: Slots, owner: Slots, titles: Iterable[str], taken: str, url: str) -> Resolved | str:
+    """A task creating something titled by the ``title`` slot in ``owner`` (its slot), shown at ``url``.
+
+    ``titles``: those already there; none may contain the new title, or the page would show it
+    before the task is done (``taken``: the reason, which the title ends).
+    """
+    title = _text(slots, "title")
+    if title is None:
+        return "the title must be non-empty, without single quotes"
+    if any(title.lower() in t.lower() for t in titles):
+        return f"{taken} {title!r}"
+    return {"title": title, **owner}, at_url(page_includes(title), url)
+
+
+@_given(_forum)
+def _r_new_post(data: SiteData, slots: Slots, forum: Forum) -> Resolved | str:
+    titles = (p.title for p in data.reddit.posts if p.forum == forum.name)
+    taken = f"/f/{forum.name} already shows a post titled"
     # the new post's page (where the site lands) shows its title; WebArena checks the page content
-    return {"title": title, "forum": forum.name}, at_url(
-        page_includes(title), make_url("reddit.local", f"/f/{forum.name}")
-    )
+    url = make_url("reddit.local", f"/f/{forum.name}")
+    return _new_titled(slots, {"forum": forum.name}, titles, taken, url)
 
 
 def _r_post_fact(fact: str) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        post = _post(data, slots)
-        if isinstance(post, str):
-            return post
+    @_given(_post)
+    def resolve(data: SiteData, slots: Slots, post: Post) -> Resolved | str:
         answer = str(len(post.comments)) if fact == "comments" else post.author
         return {"post": post.title, "forum": post.forum}, must_include(answer)
 
     return resolve
 
 
-def _r_star(value: bool) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        project = _project(data, slots)
-        if isinstance(project, str):
-            return project
-        if (project.path in data.gitlab.starred) == value:
-            return f"{project.path} is already {'' if value else 'not '}starred"
-        return {"project": project.path}, program("starred", project=project.path, value=value)
-
-    return resolve
+@_given(_project)
+def _r_new_issue(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
+    titles = (i.title for i in project.issues)
+    taken = f"{project.path} already has an issue titled"
+    return _new_titled(slots, {"project": project.path}, titles, taken, _issues_url(project))
 
 
-def _r_new_issue(data: SiteData, slots: Slots) -> Resolved | str:
-    project, title = _project(data, slots), _text(slots, "title")
-    if isinstance(project, str) or title is None:
-        return project if isinstance(project, str) else "the title must be non-empty, without single quotes"
-    if any(title.lower() in i.title.lower() for i in project.issues):
-        return f"{project.path} already has an issue titled {title!r}"
-    return {"title": title, "project": project.path}, at_url(
-        page_includes(title), make_url("gitlab.local", f"/{project.path}/-/issues")
-    )
-
-
-def _r_member(data: SiteData, slots: Slots) -> Resolved | str:
-    project, user = _project(data, slots), data.gitlab.user(slots.get("user", ""))
-    role = _named(ROLES, slots.get("role", ""))
-    if isinstance(project, str) or user is None or role is None:
-        return (
-            project
-            if isinstance(project, str)
-            else (
-                f"there is no user {slots.get('user')!r}" if user is None else f"roles are {', '.join(ROLES)}"
-            )
-        )
+@_given(_project)
+def _r_member(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
+    user, role = data.gitlab.user(slots.get("user", "")), _named(ROLES, slots.get("role", ""))
+    if user is None:
+        return f"there is no user {slots.get('user')!r}"
+    if role is None:
+        return f"roles are {', '.join(ROLES)}"
     if dict(project.members).get(user) in ("Owner", role):
         return f"{user} is already {dict(project.members)[user]} of {project.path}"
     spec = program("member", project=project.path, user=user, role=role)
@@ -405,10 +440,8 @@ def _r_member(data: SiteData, slots: Slots) -> Resolved | str:
     )
 
 
-def _r_close_issue(data: SiteData, slots: Slots) -> Resolved | str:
-    project = _project(data, slots)
-    if isinstance(project, str):
-        return project
+@_given(_project)
+def _r_close_issue(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
     issue = _named(project.issues, slots.get("issue", ""), lambda i: i.title)
     if issue is None or issue.state != "opened":
         return f"{project.path} has no open issue titled {slots.get('issue')!r}"
@@ -418,10 +451,8 @@ def _r_close_issue(data: SiteData, slots: Slots) -> Resolved | str:
 
 
 def _r_project_fact(fact: str) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        project = _project(data, slots)
-        if isinstance(project, str):
-            return project
+    @_given(_project)
+    def resolve(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
         if fact == "open":
             count = sum(i.state == "opened" for i in project.issues)
             return {"project": project.path}, at_url(must_include(str(count)), _issues_url(project))
@@ -430,10 +461,8 @@ def _r_project_fact(fact: str) -> Resolver:
     return resolve
 
 
-def _r_mr_author(data: SiteData, slots: Slots) -> Resolved | str:
-    project = _project(data, slots)
-    if isinstance(project, str):
-        return project
+@_given(_project)
+def _r_mr_author(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
     mr = _named(project.merge_requests, slots.get("mr", ""), lambda m: m.title)
     if mr is None:
         return f"{project.path} has no merge request titled {slots.get('mr')!r}"
@@ -441,16 +470,14 @@ def _r_mr_author(data: SiteData, slots: Slots) -> Resolved | str:
 
 
 def _r_route(mode: str, fact: str) -> Resolver:
-    def resolve(data: SiteData, slots: Slots) -> Resolved | str:
-        places = _places(data, slots)
-        if isinstance(places, str):
-            return places
+    @_given(_places)
+    def resolve(data: SiteData, slots: Slots, places: tuple[Place, Place]) -> Resolved | str:
         route = Route(places[0], places[1], mode)
-        slots = {"start": places[0].name, "end": places[1].name}
+        ends = {"start": places[0].name, "end": places[1].name}
         if fact == "directions":
             query = {"from": places[0].name, "to": places[1].name, "mode": mode}
-            return slots, url_match(make_url("map.local", "/directions", **query))
-        return slots, must_include(f"{route.km}" if fact == "distance" else route.time)
+            return ends, url_match(make_url("map.local", "/directions", **query))
+        return ends, must_include(f"{route.km}" if fact == "distance" else route.time)
 
     return resolve
 
@@ -465,18 +492,14 @@ def _r_address(data: SiteData, slots: Slots) -> Resolved | str:
     }
 
 
-def _r_forum_page(data: SiteData, slots: Slots) -> Resolved | str:
-    forum = _forum(data, slots)
-    if isinstance(forum, str):
-        return forum
+@_given(_forum)
+def _r_forum_page(data: SiteData, slots: Slots, forum: Forum) -> Resolved | str:
     return {"forum": forum.name}, url_match(make_url("reddit.local", f"/f/{forum.name}"))
 
 
-def _r_issues_page(data: SiteData, slots: Slots) -> Resolved | str:
-    project = _project(data, slots)
-    return (
-        project if isinstance(project, str) else ({"project": project.path}, url_match(_issues_url(project)))
-    )
+@_given(_project)
+def _r_issues_page(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
+    return {"project": project.path}, url_match(_issues_url(project))
 
 
 def _issues_url(project: Project) -> str:

@@ -17,6 +17,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     Page,
     Request,
     button,
+    collapse_spaces,
     combobox,
     group,
     heading,
@@ -51,8 +52,6 @@ MENU = (
     ("Reports", "/reports/bestsellers"),
 )
 """The navigation bar's links: label and path."""
-SEARCHES = {"find_orders": "/sales/order", "find_customers": "/customer", "find_products": "/catalog/product"}
-"""The path each grid's keyword search goes to."""
 
 
 class AdminSite(StoreSite):
@@ -61,18 +60,20 @@ class AdminSite(StoreSite):
     host = "admin.local"
     title = "Magento Admin"
     title_template = "{} / Magento Admin"
+    searches = {
+        "find_orders": "/sales/order",
+        "find_customers": "/customer",
+        "find_products": "/catalog/product",
+    }
 
     def navigation(self) -> Node:
         return group("navigation", *(link(name, self.url(path)) for name, path in MENU))
-
-    def frame(self, title: str, *body: Node) -> Page:
-        return super().frame(title, heading(title), *body)
 
     def page(self, request: Request) -> Page:
         path = request.path
         if path == "/":
             orders = self.state.orders()
-            return self.frame(
+            return self.headed(
                 "Dashboard",
                 text(f"Lifetime Sales: {money(sum(o.total for o in orders))}"),
                 text(f"Orders: {len(orders)}"),
@@ -89,7 +90,7 @@ class AdminSite(StoreSite):
             rows = [[link(c.name, self.url(f"/customer/{c.id}")), text(c.email)] for c in found]
             return self._grid("Customers", "find_customers", request, len(found), rows[:PAGE_SIZE])
         if (c := request.item("/customer/", self.store.customers)) is not None:
-            return self.frame(
+            return self.headed(
                 c.name,
                 text(f"Email: {c.email}"),
                 text(f"Phone: {c.phone}"),
@@ -115,7 +116,7 @@ class AdminSite(StoreSite):
             ]
             return self._grid("Products", "find_products", request, len(products), rows, *pager)
         if (p := request.item("/catalog/product/", self.store.products)) is not None:
-            return self.frame(
+            return self.headed(
                 p.name,
                 text(f"SKU: {p.sku}"),
                 text(f"Category: {p.category}"),
@@ -130,7 +131,7 @@ class AdminSite(StoreSite):
         self, title: str, op: str, request: Request, found: int, rows: list[list[Node]], *pager: Node
     ) -> Page:
         """A searchable grid: the keyword box (Enter runs ``op``), the records found and their rows."""
-        return self.frame(
+        return self.headed(
             title,
             textbox("Search by keyword", "q", submit=op, value=request.get("q")),
             text(f"{found} records found"),
@@ -139,7 +140,7 @@ class AdminSite(StoreSite):
         )
 
     def _orders(self, request: Request) -> Page:
-        query = " ".join(request.get("q").lower().split())
+        query = collapse_spaces(request.get("q").lower())
         orders = self.state.orders()
         if query:
             orders = [
@@ -163,7 +164,7 @@ class AdminSite(StoreSite):
 
     def _order(self, order: Order) -> Page:
         customer = self.store.customers[order.customer_id]
-        return self.frame(
+        return self.headed(
             f"Order #{order.number}",
             text(f"Order Date: {order.date}"),
             text(f"Order Status: {order.status}"),
@@ -189,7 +190,7 @@ class AdminSite(StoreSite):
             [text(f"Rank {i}"), text(product.name), text(f"Quantity: {qty}")]
             for i, (product, qty) in enumerate(ranked, 1)
         ]
-        return self.frame(
+        return self.headed(
             "Bestsellers Report",
             group("navigation", *periods, name="Year"),
             group("navigation", *months, name="Month"),
@@ -197,9 +198,7 @@ class AdminSite(StoreSite):
             listing(rows),
         )
 
-    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        if op in SEARCHES:
-            return Outcome(self.url(SEARCHES[op], q=" ".join(values.get("q", "").split())))
+    def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "set_status":
             number = int(args[0])
             status = values.get("status", "")

@@ -135,6 +135,11 @@ class Request:
         return int(raw) if raw.isdigit() and len(raw) < 6 else default
 
 
+def collapse_spaces(value: str) -> str:
+    """``value`` without outer whitespace and with each inner run of it made one space."""
+    return " ".join(value.split())
+
+
 def split_url(url: str) -> tuple[str, Request]:
     """``(host, request)`` of a URL (scheme optional, path normalised without its trailing slash)."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
@@ -167,6 +172,12 @@ class Site(ABC, Generic[StateT]):
     title_template: str
     """Any other page's title, ``{}`` standing for what the page is about."""
 
+    searches: Mapping[str, str] = {"search": "/search"}
+    """The keyword searches: each operation's results path (its ``q`` is the typed ``q``).
+
+    Most sites' search box runs ``search``; a site with other searches names them all.
+    """
+
     def __init__(self, state: StateT) -> None:
         self.state = state
 
@@ -178,9 +189,15 @@ class Site(ABC, Generic[StateT]):
     def page(self, request: Request) -> Page:
         """The page at ``request``; raises :class:`NotFound` for a URL the site does not have."""
 
-    @abstractmethod
     def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         """Run a button's or form's operation with the values of the page's fields."""
+        if op in self.searches:
+            return Outcome(self.url(self.searches[op], q=collapse_spaces(values.get("q", ""))))
+        return self.operate(op, args, values)
+
+    @abstractmethod
+    def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
+        """Run an operation other than a search (:attr:`searches`); raises :class:`NotFound` for an unknown one."""
 
     def url(self, path: str = "/", **query: object) -> str:
         return make_url(self.host, path, **query)
@@ -189,6 +206,10 @@ class Site(ABC, Generic[StateT]):
         """A page titled after ``title`` (``""``: the home page) with ``body`` in its ``main`` landmark."""
         page_title = self.title_template.format(title) if title else self.title
         return Page(page_title, [self.navigation(), group("main", *body)])
+
+    def headed(self, title: str, *body: Node) -> Page:
+        """A :meth:`frame` whose ``main`` landmark opens with ``title`` as its heading."""
+        return self.frame(title, heading(title), *body)
 
     def paginate(
         self, items: list[T], request: Request, size: int, **query: object

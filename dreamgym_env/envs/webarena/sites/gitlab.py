@@ -21,6 +21,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     Request,
     Site,
     button,
+    collapse_spaces,
     combobox,
     group,
     heading,
@@ -219,6 +220,7 @@ class GitLabSite(Site[GitLabState]):
     host = "gitlab.local"
     title = "GitLab"
     title_template = "{} · GitLab"
+    searches = {"filter": "/"}
 
     def navigation(self) -> Node:
         return group("navigation", link("Projects", self.url()), text(f"@{ME}"))
@@ -235,9 +237,8 @@ class GitLabSite(Site[GitLabState]):
                 ]
                 for p in found
             ]
-            return self.frame(
+            return self.headed(
                 "Projects",
-                heading("Projects"),
                 textbox("Filter by name", "q", submit="filter", value=request.get("q")),
                 listing(rows, empty="No projects found"),
             )
@@ -361,9 +362,7 @@ class GitLabSite(Site[GitLabState]):
             listing(rows, empty=f"There are no {noun} to show."),
         )
 
-    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        if op == "filter":
-            return Outcome(self.url("/", q=" ".join(values.get("q", "").split())))
+    def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         project = next((p for p in self.state.gitlab.projects if args and p.path == args[0]), None)
         if project is None:
             raise NotFound(op)
@@ -377,7 +376,7 @@ class GitLabSite(Site[GitLabState]):
             self.state.issue_states[key] = "opened" if issue.state == "closed" else "closed"
             return Outcome(self.url(f"{base}/-/issues/{key[1]}"))
         if op == "new_issue":
-            title = " ".join(values.get("title", "").split())
+            title = collapse_spaces(values.get("title", ""))
             if not title:
                 return Outcome(self.url(f"{base}/-/issues/new"), "Title can't be blank")
             iid = len(self.state.issues(project)) + 1

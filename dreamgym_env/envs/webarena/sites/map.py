@@ -24,6 +24,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     Request,
     Site,
     button,
+    collapse_spaces,
     group,
     heading,
     link,
@@ -118,7 +119,7 @@ class MapData:
 
     def place(self, name: str) -> Place | None:
         """The place of a name: exact (any case), else the closest name scoring at least 85."""
-        folded = " ".join(name.lower().split())
+        folded = collapse_spaces(name.lower())
         exact = next((p for p in self.places if p.name.lower() == folded), None)
         if exact is not None or not folded:
             return exact
@@ -172,9 +173,8 @@ class MapSite(Site[MapData]):
             rows = [[link(p.name, self.url(f"/place/{p.id}")), text(p.address)] for p in found]
             return self.frame("Search", heading("Search Results"), listing(rows, empty="No results found"))
         if (p := request.item("/place/", self.state.places)) is not None:
-            return self.frame(
+            return self.headed(
                 p.name,
-                heading(p.name),
                 text(p.kind.capitalize()),
                 text(f"Address: {p.address}"),
                 link("Directions from here", self.url("/directions", **{"from": p.name})),
@@ -215,11 +215,9 @@ class MapSite(Site[MapData]):
             body.append(text("Sorry, no route could be found between these points."))
         return self.frame("Directions", *body)
 
-    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        if op == "search":
-            return Outcome(self.url("/search", q=" ".join(values.get("q", "").split())))
+    def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "directions":
-            start, end = (" ".join(values.get(k, "").split()) for k in ("from", "to"))
+            start, end = (collapse_spaces(values.get(k, "")) for k in ("from", "to"))
             return Outcome(
                 self.url("/directions", **{"from": start}, to=end, mode=args[0] if args else "car")
             )

@@ -257,9 +257,8 @@ class RedditSite(Site[RedditState]):
     def _forum(self, forum: Forum) -> Page:
         subscribed = forum.name in self.state.subscribed
         posts = [p for p in self.state.all_posts() if p.forum == forum.name]
-        return self.frame(
+        return self.headed(
             f"/f/{forum.name}",
-            heading(f"/f/{forum.name}"),
             text(forum.description),
             button("Unsubscribe" if subscribed else "Subscribe", "subscribe", forum.name),
             text(f"{self.state.subscribers(forum)} subscribers"),
@@ -270,9 +269,8 @@ class RedditSite(Site[RedditState]):
     def _post(self, post: Post) -> Page:
         vote = self.state.votes.get(post.id, 0)
         comments = [[text(c.author), text(c.body)] for c in self.state.comments_of(post)]
-        return self.frame(
+        return self.headed(
             post.title,
-            heading(post.title),
             text(f"Submitted by {post.author} in /f/{post.forum}"),
             text(post.body),
             button("Retract upvote" if vote > 0 else "Upvote", "vote", str(post.id), "1"),
@@ -284,9 +282,7 @@ class RedditSite(Site[RedditState]):
             button("Post", "comment", str(post.id)),
         )
 
-    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        if op == "search":
-            return Outcome(self.url("/search", q=" ".join(values.get("q", "").split())))
+    def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "subscribe":
             self.state.subscribed ^= {args[0]}
             return Outcome(self.url(f"/f/{args[0]}"))

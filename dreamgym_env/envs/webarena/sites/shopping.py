@@ -102,9 +102,8 @@ class ShoppingSite(StoreSite):
             [link(p.name, self.url(f"/product/{p.id}")), text(f"Price: {money(self.state.price(p))}")]
             for p in shown
         ]
-        return self.frame(
+        return self.headed(
             title,
-            heading(title),
             text(f"{len(products)} items"),
             listing(items, empty="Your search returned no results."),
             *pager,
@@ -115,9 +114,8 @@ class ShoppingSite(StoreSite):
             [text(r.title), text(f"Rating: {r.rating}/5"), text(f"Review by {r.author}"), text(r.text)]
             for r in product.reviews
         ]
-        return self.frame(
+        return self.headed(
             product.name,
-            heading(product.name),
             text(f"Price: {money(self.state.price(product))}"),
             text(f"Rating: {product.rating_percent}%"),
             text(f"{len(product.reviews)} Reviews"),
@@ -132,9 +130,7 @@ class ShoppingSite(StoreSite):
 
     def _cart(self) -> Page:
         if not self.state.cart:
-            return self.frame(
-                "Shopping Cart", heading("Shopping Cart"), text("You have no items in your shopping cart.")
-            )
+            return self.headed("Shopping Cart", text("You have no items in your shopping cart."))
         items = []
         total = 0.0
         for pid, qty in self.state.cart.items():
@@ -149,9 +145,8 @@ class ShoppingSite(StoreSite):
                     button("Remove item", "remove_from_cart", str(pid)),
                 ]
             )
-        return self.frame(
+        return self.headed(
             "Shopping Cart",
-            heading("Shopping Cart"),
             listing(items),
             text(f"Order Total: {money(total)}"),
             link("Proceed to Checkout", self.url("/checkout")),
@@ -159,14 +154,11 @@ class ShoppingSite(StoreSite):
 
     def _checkout(self) -> Page:
         if not self.state.cart:
-            return self.frame(
-                "Checkout", heading("Checkout"), text("You have no items in your shopping cart.")
-            )
+            return self.headed("Checkout", text("You have no items in your shopping cart."))
         customer = self.store.customers[ME]
         lines = [text(f"{self.store.products[pid].name} x {qty}") for pid, qty in self.state.cart.items()]
-        return self.frame(
+        return self.headed(
             "Checkout",
-            heading("Checkout"),
             text(f"Ship to: {customer.name}, {customer.city}"),
             *lines,
             button("Place Order", "place_order"),
@@ -184,21 +176,18 @@ class ShoppingSite(StoreSite):
             ]
             for o in reversed(mine)
         ]
-        return self.frame("My Orders", heading("My Orders"), listing(rows))
+        return self.headed("My Orders", listing(rows))
 
     def _order(self, order: Order) -> Page:
-        return self.frame(
+        return self.headed(
             f"Order # {order.number}",
-            heading(f"Order # {order.number}"),
             text(f"Status: {order.status}"),
             text(f"Order Date: {order.date}"),
             self.order_lines(order, product_links=True),
             text(f"Grand Total: {money(order.total)}"),
         )
 
-    def perform(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        if op == "search":
-            return Outcome(self.url("/search", q=" ".join(values.get("q", "").split())))
+    def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "add_to_cart":
             pid = int(args[0]) if args else -1
             raw = values.get("qty", "1").strip()
