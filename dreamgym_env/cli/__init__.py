@@ -22,7 +22,7 @@ from dreamgym_env.cli.buffer import buffer_app
 from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.experience import experience_app
 from dreamgym_env.cli.fidelity import fidelity_command
-from dreamgym_env.cli.options import DomainOption, domain_or_default, print_plain
+from dreamgym_env.cli.options import DomainOption, PolicyOption, domain_or_default, print_plain
 from dreamgym_env.cli.serve import serve_command
 from dreamgym_env.cli.sim2real import sim2real_command
 from dreamgym_env.cli.tasks import tasks_app
@@ -100,7 +100,7 @@ def demo(
 @app.command()
 def episode(
     domain: DomainOption = None,
-    policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
+    policy: PolicyOption = "expert",
     reference: Annotated[
         bool, typer.Option(help="Run the reference env instead of the synthetic one.")
     ] = False,
@@ -153,7 +153,7 @@ def episode(
 def collect(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one trajectory a line).")],
     domain: DomainOption = None,
-    policy: Annotated[str, typer.Option(help="Policy: expert, noisy or random.")] = "expert",
+    policy: PolicyOption = "expert",
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
     seed: Annotated[int, typer.Option(help="Seed of tasks and policy.")] = 0,
     split: Annotated[str, typer.Option(help="Task split: train or test.")] = "train",

@@ -18,7 +18,11 @@ from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.options import (
     DomainOption,
     EndWeightOption,
+    LearningRateOption,
+    LoraRankOption,
     MaxMinutesOption,
+    OptimiserStepsOption,
+    ResumeOption,
     TrainExamplesOption,
     domain_or_default,
     print_plain,
@@ -85,11 +89,11 @@ def train_command(
     base: Annotated[
         str, typer.Option(help="Base model: a preset (qwen-0.5b), a GGUF file or a Hugging Face directory.")
     ] = "qwen-0.5b",
-    max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 200,
+    max_steps: OptimiserStepsOption = 200,
     end_weight: EndWeightOption = 1,
-    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 16,
+    lora_r: LoraRankOption = 16,
     lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA alpha (scale alpha / r).")] = 32,
-    learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 2e-4,
+    learning_rate: LearningRateOption = 2e-4,
     batch_size: Annotated[int, typer.Option(min=1, help="Examples per device step.")] = 1,
     grad_accum: Annotated[int, typer.Option(min=1, help="Device steps per optimiser step.")] = 1,
     save_steps: Annotated[int, typer.Option(min=1, help="A checkpoint every this many steps.")] = 20,
@@ -101,7 +105,7 @@ def train_command(
         int | None, typer.Option(min=1, help="CPU threads (default: torch's; fewer on a busy machine).")
     ] = None,
     max_minutes: MaxMinutesOption = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
+    resume: ResumeOption = False,
 ) -> None:
     """Fine-tune a LoRA adapter with TRL's SFTTrainer, loss on the answer only (CPU, or a GPU when present)."""
     from dreamgym_env.training.train import TrainConfig, train_experience_model
@@ -140,14 +144,14 @@ def distill_command(
     vocab_size: Annotated[
         int, typer.Option(min=300, help="Tokens of the BPE tokenizer trained on the data.")
     ] = 4096,
-    max_steps: Annotated[int, typer.Option(min=1, help="Optimiser steps.")] = 600,
+    max_steps: OptimiserStepsOption = 600,
     batch_size: Annotated[int, typer.Option(min=1, help="Examples per step.")] = 16,
-    learning_rate: Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")] = 3e-3,
+    learning_rate: LearningRateOption = 3e-3,
     end_weight: EndWeightOption = 4,
     seed: Annotated[int, typer.Option(help="Seed of the data order and the initialisation.")] = 0,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: torch's).")] = None,
     max_minutes: MaxMinutesOption = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
+    resume: ResumeOption = False,
 ) -> None:
     """Train a small experience model from scratch on a pack's transitions (fast on a CPU; served alone)."""
     from dreamgym_env.training.distill import DEFAULT_DISTILL_CONFIG, distill_experience_model
@@ -264,7 +268,7 @@ def build_command(
         ),
     ] = None,
     max_minutes: MaxMinutesOption = None,
-    lora_r: Annotated[int, typer.Option(min=1, help="LoRA rank.")] = 8,
+    lora_r: LoraRankOption = 8,
     eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
     rollouts: Annotated[
         int,

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 DomainOption = Annotated[
     str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
 ]
+PolicyOption = Annotated[str, typer.Option(help="Policy: expert, noisy or random.")]
 TrainExamplesOption = Annotated[
     int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
 ]
@@ -24,6 +25,10 @@ EndWeightOption = Annotated[
 MaxMinutesOption = Annotated[
     float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
 ]
+OptimiserStepsOption = Annotated[int, typer.Option(min=1, help="Optimiser steps.")]
+LearningRateOption = Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")]
+LoraRankOption = Annotated[int, typer.Option(min=1, help="LoRA rank.")]
+ResumeOption = Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")]
 
 
 def domain_or_default(name: str | None) -> Domain:
