@@ -63,6 +63,8 @@ DEFAULT_TEST_FRACTION: Final = 0.2
 """Test examples written beside the train ones, as a share of ``n``."""
 DEFAULT_VARIATION_SHARE: Final = 0.25
 """With a teacher, the share of train examples played on curriculum variations of train tasks."""
+MIN_FACTS_CHARS: Final = 24
+"""Room the reasoning must have left for a domain's outcome facts to be worth stating."""
 MAX_COLLECT_ROUNDS: Final = 8
 """Rounds of episodes per policy before a short pool is accepted as it is."""
 
@@ -165,7 +167,8 @@ def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Trans
     """Why this transition happens, in the reference env's terms: what the action did, why the reward.
 
     Written from the parsed action, the state's kind before and after (where the domain has
-    kinds) and the reward and episode end; at most
+    kinds), the facts the domain's reward read (:meth:`~dreamgym_env.domain.Domain.outcome_facts`,
+    structured states) and the reward and episode end; at most
     :data:`~dreamgym_env.experience.prompt.STRUCTURED_REASONING_CHARS` characters.
     """
     structured = request.state_schema is not None
@@ -188,7 +191,19 @@ def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Trans
         outcome = "The episode ends without completing the task: reward 0."
     else:
         outcome = "The task is not complete yet: reward 0."
-    return clip(f"The action {what} {moved}. {outcome}", STRUCTURED_REASONING_CHARS)
+    said = f"The action {what} {moved}."
+    facts = _outcome_facts(domain, request.task, truth.next_state) if structured else ""
+    room = STRUCTURED_REASONING_CHARS - len(said) - len(outcome) - 2
+    if facts and room >= MIN_FACTS_CHARS:  # the facts the reward reads, cut to leave the verdict room
+        said += " " + clip(facts, room)
+    return clip(f"{said} {outcome}", STRUCTURED_REASONING_CHARS)
+
+
+def _outcome_facts(domain: Domain, task: Task, next_state: str) -> str:
+    try:
+        return domain.outcome_facts(task, domain.parse_state(next_state))
+    except ValueError:
+        return ""
 
 
 class TeacherReasoning:
