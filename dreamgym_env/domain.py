@@ -374,8 +374,8 @@ class Domain(ABC):
         """
         return None
 
-    def outcome_facts(self, task: Task, next_state: BaseModel) -> str:
-        """What the reference env's reward read in ``next_state``, in a sentence, for a trained model's reasoning.
+    def outcome_facts(self, task: Task, action: ParsedAction, next_state: BaseModel) -> str:
+        """What the reference env's reward read in ``next_state`` after ``action``, in a sentence, for a trained model's reasoning.
 
         The SFT data's reasoning (:func:`~dreamgym_env.training.dataset.reference_reasoning`)
         states these facts before the reward, so a small model writes the comparison it pays

@@ -37,7 +37,7 @@ from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.registry import POLICY_NAMES
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN, ReferenceTransition, reference_transitions
-from dreamgym_env.domain import ActionError, Domain, Split
+from dreamgym_env.domain import ActionError, Domain, ParsedAction, Split
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.parsing import OutputParseError, parse_transition
@@ -192,18 +192,25 @@ def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Trans
     else:
         outcome = "The task is not complete yet: reward 0."
     said = f"The action {what} {moved}."
-    facts = _outcome_facts(domain, request.task, truth.next_state) if structured else ""
+    facts = (
+        ""
+        if isinstance(action, ActionError) or not structured
+        else _outcome_facts(domain, request, action, truth)
+    )
     room = STRUCTURED_REASONING_CHARS - len(said) - len(outcome) - 2
     if facts and room >= MIN_FACTS_CHARS:  # the facts the reward reads, cut to leave the verdict room
         said += " " + clip(facts, room)
     return clip(f"{said} {outcome}", STRUCTURED_REASONING_CHARS)
 
 
-def _outcome_facts(domain: Domain, task: Task, next_state: str) -> str:
+def _outcome_facts(
+    domain: Domain, request: ExperienceRequest, action: ParsedAction, truth: Transition
+) -> str:
     try:
-        return domain.outcome_facts(task, domain.parse_state(next_state))
+        next_state = domain.parse_state(truth.next_state)
     except ValueError:
         return ""
+    return domain.outcome_facts(request.task, action, next_state)
 
 
 class TeacherReasoning:

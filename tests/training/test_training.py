@@ -167,7 +167,9 @@ def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(tmp_pat
         assert f"reward {answer['reward']:g}" in reasoning or "partial score" in reasoning
         assert f"to the {whole['kind']} page" in reasoning or "keeps the" in reasoning
         if whole["kind"] == "done":  # a purchase: what the reward read, before the verdict
-            assert WEBSHOP.outcome_facts(request.task, WEBSHOP.parse_state(truth.next_state)) in reasoning
+            assert WEBSHOP.outcome_facts(
+                request.task, WEBSHOP.parse_action(request.action), WEBSHOP.parse_state(truth.next_state)
+            ) in reasoning
             assert reasoning.index("; missing: ") < reasoning.index("reward")
         else:
             assert "missing:" not in reasoning

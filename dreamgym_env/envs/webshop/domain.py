@@ -299,7 +299,7 @@ class WebShopDomain(Domain):
         scored = _purchase_score(task, state)
         return None if scored is None else float(scored[1].won)
 
-    def outcome_facts(self, task: Task, next_state: BaseModel) -> str:
+    def outcome_facts(self, task: Task, action: ParsedAction, next_state: BaseModel) -> str:
         """On a purchase: the type bought and what the goal asks that the purchase misses.
 
         ``Bought: desk lamp (wrong type); missing: rgb lights, navy blue, a price under 110.00.``
