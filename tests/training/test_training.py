@@ -151,12 +151,8 @@ def test_an_end_share_draws_that_share_of_each_policys_train_examples_from_episo
         build_dataset(WEBSHOP, 30, ended, end_share=1.5)
 
 
-def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(tmp_path):
-    data = tmp_path / "ends.jsonl"
-    build_dataset(WEBSHOP, 12, data, test_n=3, seed=1, end_share=0.5)  # purchases among other steps
-    rows = read_examples(data)
-    assert any(ends_episode(row) for row in rows) and not all(ends_episode(row) for row in rows)
-    for row in rows:
+def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(dataset):
+    for row in read_examples(dataset):
         request = request_of(row, WEBSHOP)
         answer = json.loads(row["completion"][0]["content"])
         whole = {**carried_values(request), **answer["next_state"]}  # the state the reference env showed
@@ -166,13 +162,6 @@ def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(tmp_pat
         assert len(reasoning) <= STRUCTURED_REASONING_CHARS
         assert f"reward {answer['reward']:g}" in reasoning or "partial score" in reasoning
         assert f"to the {whole['kind']} page" in reasoning or "keeps the" in reasoning
-        if whole["kind"] == "done":  # a purchase: what the reward read, before the verdict
-            assert WEBSHOP.outcome_facts(
-                request.task, WEBSHOP.parse_action(request.action), WEBSHOP.parse_state(truth.next_state)
-            ) in reasoning
-            assert reasoning.index("; missing: ") < reasoning.index("reward")
-        else:
-            assert "missing:" not in reasoning
 
 
 def test_train_runs_two_steps_and_writes_the_adapter(two_steps, one_example):

@@ -27,7 +27,6 @@ from dreamgym_env.envs.webshop.catalog import (
     Catalog,
     load_catalog,
 )
-from dreamgym_env.envs.webshop.goal import Goal, Score
 from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
@@ -296,42 +295,17 @@ class WebShopDomain(Domain):
         price and the selected options) computed from the state's own fields. ``None`` when ``state`` is not a purchase or the
         task has no goal (a free instruction).
         """
-        scored = _purchase_score(task, state)
-        return None if scored is None else float(scored[1].won)
+        from dreamgym_env.envs.webshop.goal import Goal
 
-    def outcome_facts(self, task: Task, action: ParsedAction, next_state: BaseModel) -> str:
-        """On a purchase: the type bought and what the goal asks that the purchase misses.
-
-        ``Bought: desk lamp (wrong type); missing: rgb lights, navy blue, a price under 110.00.``
-        The parts of WebShop's reward (:func:`~dreamgym_env.envs.webshop.state.score_state`),
-        worded as the instruction words them, so the model can copy and compare them. ``""``
-        when ``next_state`` is not a purchase or the task has no goal.
-        """
-        scored = _purchase_score(task, next_state)
-        if scored is None:
-            return ""
-        goal, score = scored
-        item = _as_state(next_state).item
-        assert item is not None  # a scored purchase shows its item
-        missing = [a for a in goal.attributes if a not in score.matched_attributes]
-        missing += [v for v in goal.options.values() if v not in score.matched_options]
-        if not score.price_ok:
-            missing.append(f"a price under {goal.price_upper:.2f}")
-        wrong_type = " (wrong type)" if score.type_factor < 1.0 else ""
-        return f"Bought: {item.type}{wrong_type}; missing: {', '.join(missing) or 'nothing'}."
-
-
-def _purchase_score(task: Task, state: BaseModel) -> tuple[Goal, Score] | None:
-    """The task's goal and WebShop's score of the purchase ``state`` shows (``None``: no purchase or no goal)."""
-    shop_state = _as_state(state)
-    if shop_state.kind != "done" or "goal" not in task.metadata:
-        return None
-    try:
-        goal = Goal.of_task(task)
-    except ConfigurationError:
-        return None
-    score = score_state(shop_state, goal)
-    return None if score is None else (goal, score)
+        shop_state = _as_state(state)
+        if shop_state.kind != "done" or "goal" not in task.metadata:
+            return None
+        try:
+            goal = Goal.of_task(task)
+        except ConfigurationError:
+            return None
+        score = score_state(shop_state, goal)
+        return None if score is None else float(score.won)
 
 
 def _catalog_of(task: Task) -> Catalog:
