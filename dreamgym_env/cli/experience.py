@@ -285,6 +285,13 @@ def build_command(
             help="Measure the base again even where an earlier build measured it on the same transitions."
         ),
     ] = False,
+    remeasure: Annotated[
+        bool,
+        typer.Option(
+            help="Measure the trained model again even where its file was measured "
+            "(after a change to the pack's requests that the prompt fingerprint does not cover)."
+        ),
+    ] = False,
 ) -> None:
     """Rebuild a pack's trained experience model: data, training, export, evaluation, report (resumable)."""
     import logging
@@ -307,6 +314,7 @@ def build_command(
         cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
         end_share=share, max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n,
         rollouts=rollouts, seed=seed, threads=threads, remeasure_base=remeasure_base,
+        remeasure=remeasure,
     )  # fmt: skip
     if natural:
         config = dataclasses.replace(config, end_share=None)

@@ -81,7 +81,9 @@ class BuildConfig:
     held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
     stage); ``threads``: torch's and llama.cpp's CPU threads (default: all cores);
     ``remeasure_base``: measure the base again even where an earlier build measured it on the
-    same transitions (same base, prompt, ``eval_n`` and seed).
+    same transitions (same base, prompt, ``eval_n`` and seed); ``remeasure``: measure the trained
+    model again even where its file was measured (after a change to what the pack's requests
+    hold that the prompt fingerprint does not cover, such as its given fields).
     """
 
     n: int = 600
@@ -98,6 +100,7 @@ class BuildConfig:
     seed: int = 0
     threads: int | None = None
     remeasure_base: bool = False
+    remeasure: bool = False
     base: str = BASE_PRESET
     """The base model (a preset; a Hugging Face directory trains and exports, but the local backend cannot evaluate it)."""
     kind: TrainedKind = "adapter"
@@ -516,7 +519,12 @@ def build_pack_model(
     evaluation = dict(shipped.evaluation)
     artefact_key, artefact_sha256 = _artefact(shipped)
     measured = artefact_sha256 is not None and evaluation.get(artefact_key) == artefact_sha256
-    if "eval" in stages and measured and evaluation.get("trained", {}).get("n") == config.eval_n:
+    if (
+        "eval" in stages
+        and measured
+        and not config.remeasure
+        and evaluation.get("trained", {}).get("n") == config.eval_n
+    ):
         logger.info("stage 4/%d eval: measured on this model already, kept", len(STAGES))
     elif "eval" in stages:
         key = config.base_measurement(shipped.prompt_fingerprint or "")

@@ -177,6 +177,10 @@ def test_a_rebuilt_adapter_is_measured_again_but_its_unchanged_base_is_not(built
     remeasured = BuildConfig(**{**config.__dict__, "remeasure_base": True})
     build_pack_model("webshop", work, remeasured, install=work / "again", stages=("eval",))
     assert calls[2:] == [[config.base, str(work / "again")]] * 2
+    build_pack_model("webshop", work, config, install=work / "again", stages=("eval",))  # measured: kept
+    remeasured_model = BuildConfig(**{**config.__dict__, "remeasure": True})
+    build_pack_model("webshop", work, remeasured_model, install=work / "again", stages=("eval",))
+    assert calls[4:] == [[str(work / "again")]]  # the trained model again, the base kept
 
 
 def test_episode_ends_are_weighted_in_training(built, config, tmp_path):
