@@ -374,16 +374,6 @@ class Domain(ABC):
         """
         return None
 
-    def outcome_facts(self, task: Task, action: ParsedAction, next_state: BaseModel) -> str:
-        """What the reference env's reward read in ``next_state`` after ``action``, in a sentence, for a trained model's reasoning.
-
-        The SFT data's reasoning (:func:`~dreamgym_env.training.dataset.reference_reasoning`)
-        states these facts before the reward, so a small model writes the comparison it pays
-        by (WebShop: the type bought and what the task asked that the purchase misses) instead
-        of guessing the reward from the action alone. ``""`` where the domain has none.
-        """
-        return ""
-
     # -- ground truth ----------------------------------------------------------------------------
     def make_reference_env(self, **kwargs: Any) -> gym.Env:
         """Return the programmatic ground-truth env of this domain (a :class:`ReferenceEnv`)."""

@@ -37,7 +37,7 @@ from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.registry import POLICY_NAMES
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN, ReferenceTransition, reference_transitions
-from dreamgym_env.domain import ActionError, Domain, ParsedAction, Split
+from dreamgym_env.domain import ActionError, Domain, Split
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.parsing import OutputParseError, parse_transition
@@ -63,8 +63,6 @@ DEFAULT_TEST_FRACTION: Final = 0.2
 """Test examples written beside the train ones, as a share of ``n``."""
 DEFAULT_VARIATION_SHARE: Final = 0.25
 """With a teacher, the share of train examples played on curriculum variations of train tasks."""
-MIN_FACTS_CHARS: Final = 24
-"""Room the reasoning must have left for a domain's outcome facts to be worth stating."""
 MAX_COLLECT_ROUNDS: Final = 8
 """Rounds of episodes per policy before a short pool is accepted as it is."""
 
@@ -167,8 +165,7 @@ def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Trans
     """Why this transition happens, in the reference env's terms: what the action did, why the reward.
 
     Written from the parsed action, the state's kind before and after (where the domain has
-    kinds), the facts the domain's reward read (:meth:`~dreamgym_env.domain.Domain.outcome_facts`,
-    structured states) and the reward and episode end; at most
+    kinds) and the reward and episode end; at most
     :data:`~dreamgym_env.experience.prompt.STRUCTURED_REASONING_CHARS` characters.
     """
     structured = request.state_schema is not None
@@ -191,26 +188,7 @@ def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Trans
         outcome = "The episode ends without completing the task: reward 0."
     else:
         outcome = "The task is not complete yet: reward 0."
-    said = f"The action {what} {moved}."
-    facts = (
-        ""
-        if isinstance(action, ActionError) or not structured
-        else _outcome_facts(domain, request, action, truth)
-    )
-    room = STRUCTURED_REASONING_CHARS - len(said) - len(outcome) - 2
-    if facts and room >= MIN_FACTS_CHARS:  # the facts the reward reads, cut to leave the verdict room
-        said += " " + clip(facts, room)
-    return clip(f"{said} {outcome}", STRUCTURED_REASONING_CHARS)
-
-
-def _outcome_facts(
-    domain: Domain, request: ExperienceRequest, action: ParsedAction, truth: Transition
-) -> str:
-    try:
-        next_state = domain.parse_state(truth.next_state)
-    except ValueError:
-        return ""
-    return domain.outcome_facts(request.task, action, next_state)
+    return clip(f"The action {what} {moved}. {outcome}", STRUCTURED_REASONING_CHARS)
 
 
 class TeacherReasoning:
