@@ -187,23 +187,28 @@ def test_the_parser_keeps_the_entries_of_an_updated_field_the_model_did_not_writ
 def test_alfworld_targets_write_only_the_seen_entries_a_command_changes():
     domain = get_domain("alfworld")
     pairs = expert_transitions("alfworld")
-    go = next(
+    take = next(
         p
         for p in pairs
-        if p.request.action.startswith("go to ") and len(json.loads(p.request.state)["seen"]) >= 2
+        if p.request.action.startswith("take ") and len(json.loads(p.request.state)["seen"]) >= 2
     )
-    request, truth = go.request, go.truth
-    assert request.updated_fields == ["seen"] and "inventory" in request.carried_fields
-    row = sft_example(request, truth, "arrive", split="train", policy="expert", reasoning_source="reference")
+    request, truth = take.request, take.truth
+    assert request.updated_fields == ["seen"] and request.given_fields == {}
+    assert "location" in request.carried_fields
+    row = sft_example(request, truth, "message", split="train", policy="expert", reasoning_source="reference")
     target = json.loads(row["completion"][0]["content"])["next_state"]
-    assert list(target["seen"]) == [request.action.removeprefix("go to ")] or target["seen"] == {}
-    assert "inventory" not in target and "location" in target
+    assert list(target["seen"]) == [request.action.rsplit(" from ", 1)[1]]
+    assert "location" not in target and "inventory" in target
     again = request_of(row, domain)
     assert again.updated_fields == ["seen"]
     assert "In seen write only the entries the action adds or changes." in user_prompt(request)
     for command in ("inventory", "look"):  # they show what is known and change nothing of it
         fields = domain.answer_fields(request.state, command)
         assert fields["updated_fields"] == [] and "seen" in fields["carried_fields"]
+    go = next(p for p in pairs if p.request.action.startswith("go to "))  # a look: the room gives seen
+    assert go.request.updated_fields == [] and list(go.request.given_fields) == ["seen"]
+    row = sft_example(go.request, go.truth, "arrive", split="train", policy="expert", reasoning_source="reference")
+    assert "seen" not in json.loads(row["completion"][0]["content"])["next_state"]
 
 
 def test_webshop_targets_leave_out_what_the_catalog_gives():

@@ -16,7 +16,7 @@ from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
 from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS, STATE_ORDER, ALFWorldState, render
 from dreamgym_env.envs.alfworld.state import admissible_actions as state_admissible_actions
 from dreamgym_env.envs.alfworld.tasks import starting_places, world_of
-from dreamgym_env.envs.alfworld.world import PROCESSES
+from dreamgym_env.envs.alfworld.world import OPENABLE, PROCESSES, kind_of
 from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Task
@@ -49,6 +49,10 @@ CHANGES: dict[str, tuple[str, ...]] = {
 """Command verb -> the state fields beside ``event`` and ``feedback`` that it can change
 (alfworld's :class:`~dreamgym_env.envs.alfworld.household.Household` transitions); ``inventory``
 and ``look`` change none. A command that fails changes nothing (``Nothing happens.``)."""
+LOOKS = ("go", "open", "examine")
+"""Commands that can look into a receptacle: the room's data gives ``seen`` after them."""
+MOVES = ("take", "put")
+"""Commands that can move an object: the model writes the ``seen`` entry they change."""
 
 
 class ALFWorldDomain(Domain):
@@ -166,14 +170,52 @@ class ALFWorldDomain(Domain):
         """The starting places (:func:`~dreamgym_env.envs.alfworld.tasks.starting_places`) of the receptacles ``action`` names.
 
         ``go to cabinet 12`` shows the line of ``cabinet 12``, not that of ``cabinet 1``; ``look``
-        shows none.
+        shows none. In structured mode (``state`` is a state's JSON) what a look shows is a given
+        field (:meth:`given_fields`): no lines.
         """
+        try:
+            ALFWorldState.model_validate_json(state)
+        except ValueError:
+            pass
+        else:
+            return ()
         named = set(self.action_arguments(action))
         return tuple(line for line in task.world.splitlines() if _place_name(line) in named) if named else ()
 
     def updated_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
-        """``seen`` where the command can look into a receptacle or move an object (one entry at most)."""
-        return ("seen",) if "seen" in CHANGES.get(action.verb, ()) else ()
+        """``seen`` where the command can move an object (one entry at most); a look gives it (:meth:`given_fields`)."""
+        return ("seen",) if action.verb in MOVES else ()
+
+    def given_fields(self, task: Task, state: Any, action: ParsedAction) -> dict[str, Any]:
+        """``seen`` after a command that can look into a receptacle (``go to``, ``open``, ``examine``).
+
+        What a receptacle holds is the room's data, not a rule: what the agent last saw there,
+        or, if it never saw inside, what the room put there at the start (only the agent moves
+        objects, and a move records what it leaves). ``go to`` a receptacle that cannot be
+        closed shows it; ``open`` shows the closed receptacle the agent stands at; any other look
+        shows nothing new (a receptacle seen open was recorded then). Where the agent goes,
+        whether a receptacle is open, what the step shows, the episode's end and the reward stay the model's.
+        """
+        if action.verb not in LOOKS:
+            return {}
+        command = parse_command(action.text)
+        try:
+            world = world_of(task)
+        except ConfigurationError:  # a task without a room: nothing to look up
+            return {}
+        room = _room(state)
+        seen = {receptacle: list(objects) for receptacle, objects in room.seen.items()}
+        recep = None if isinstance(command, ActionError) else command.recep
+        if recep not in world.receptacles:
+            return {"seen": seen}
+        shows = (
+            kind_of(recep) not in OPENABLE
+            if action.verb == "go"
+            else action.verb == "open" and recep == room.location and room.is_open is False
+        )
+        if shows:
+            seen[recep] = seen.get(recep, world.contents()[recep])
+        return {"seen": seen}
 
     def settled_state(self, task: Task, state: Any, action: ParsedAction, next_state: Any) -> Any:
         """A ``take``, ``put``, ``clean``, ``heat`` or ``cool`` the model judged to work, as ALFWorld writes it.

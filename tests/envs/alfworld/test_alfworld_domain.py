@@ -70,16 +70,64 @@ def test_make_task_from_a_free_instruction():
     assert DOMAIN.make_task("make the kitchen tidy") == task
 
 
-def test_a_request_shows_the_starting_places_of_the_receptacles_its_action_names():
+def test_a_text_request_shows_the_starting_places_of_the_receptacles_its_action_names():
     task = DOMAIN.tasks("test")[0]
     world = task.world.splitlines()
     cabinet_1 = next(line for line in world if line.startswith('"cabinet 1":'))
     assert any(line.startswith('"cabinet 12":') for line in world)  # a name cabinet 1 is a prefix of
-    assert DOMAIN.world_lines(task, "{}", "go to cabinet 1") == (cabinet_1,)
+    text = task.initial_state
+    assert DOMAIN.world_lines(task, text, "go to cabinet 1") == (cabinet_1,)
     fridge = next(line for line in world if line.startswith('"fridge 1":'))
-    assert DOMAIN.world_lines(task, "{}", "put apple 1 in/on fridge 1") == (fridge,)
-    assert DOMAIN.world_lines(task, "{}", "look") == ()
-    assert DOMAIN.world_lines(task, "{}", "fly to the moon") == ()
+    assert DOMAIN.world_lines(task, text, "put apple 1 in/on fridge 1") == (fridge,)
+    assert DOMAIN.world_lines(task, text, "look") == ()
+    assert DOMAIN.world_lines(task, text, "fly to the moon") == ()
+    structured = DOMAIN.initial_abstract_state(task).model_dump_json()
+    assert DOMAIN.world_lines(task, structured, "go to cabinet 1") == ()  # a given field instead
+
+
+def test_the_given_seen_is_the_reference_envs_on_reference_episodes():
+    """What a look shows is looked up in the room: it equals the reference env's next ``seen``."""
+    import json
+
+    from dreamgym_env.training.dataset import policy_transitions
+
+    given = {"go": 0, "open": 0, "examine": 0}
+    for policy in ("expert", "noisy", "random"):
+        for transition in policy_transitions(DOMAIN, "test", policy, 60, seed=3):
+            request, after = transition.request, json.loads(transition.truth.next_state)
+            verb = DOMAIN.parse_action(request.action).verb
+            if verb in given:
+                assert list(request.given_fields) == ["seen"], request.action
+                assert after["seen"] == request.given_fields["seen"], request.action
+                assert list(after["seen"]) == list(request.given_fields["seen"])  # the order too
+                given[verb] += 1
+                assert "seen" not in request.updated_fields
+            else:
+                assert request.given_fields == {}, request.action
+    assert given["go"] > 40 and given["open"] > 5, given
+
+
+def test_a_look_shows_the_room_only_where_the_command_can_see_inside():
+    task = DOMAIN.tasks("test")[0]
+    contents = {name: objs for name, objs in (line.split(": ", 1) for line in task.world.splitlines())}
+    start = DOMAIN.initial_abstract_state(task)
+    open_shelf = next(r for r in start.receptacles if r.startswith(("countertop", "shelf", "diningtable")))
+    cabinet = next(r for r in start.receptacles if r.startswith("cabinet"))
+
+    def seen_after(state, action):
+        return DOMAIN.given_fields(task, state, DOMAIN.parse_action(action))["seen"]
+
+    import json
+
+    assert seen_after(start, f"go to {open_shelf}") == {open_shelf: json.loads(contents[f'"{open_shelf}"'])}
+    assert seen_after(start, f"go to {cabinet}") == {}  # closed: nothing seen
+    assert seen_after(start, f"open {cabinet}") == {}  # not standing at it: nothing happens
+    at_cabinet = start.model_copy(update={"location": cabinet, "is_open": False})
+    assert seen_after(at_cabinet, f"open {cabinet}") == {cabinet: json.loads(contents[f'"{cabinet}"'])}
+    emptied = at_cabinet.model_copy(update={"seen": {cabinet: []}, "is_open": True})
+    assert seen_after(emptied, f"go to {cabinet}") == {cabinet: []}  # what the agent left, not the start
+    assert seen_after(start, "go to cabinet 999") == {}
+    assert DOMAIN.given_fields(task, start, DOMAIN.parse_action(f"take apple 1 from {open_shelf}")) == {}
 
 
 def _reference_steps(policy_name: str, tasks: int):
