@@ -49,10 +49,10 @@ CHANGES: dict[str, tuple[str, ...]] = {
 """Command verb -> the state fields beside ``event`` and ``feedback`` that it can change
 (alfworld's :class:`~dreamgym_env.envs.alfworld.household.Household` transitions); ``inventory``
 and ``look`` change none. A command that fails changes nothing (``Nothing happens.``)."""
-LOOKS = ("go", "open", "examine")
-"""Commands that can look into a receptacle: the room's data gives ``seen`` after them."""
-MOVES = ("take", "put")
-"""Commands that can move an object: the model writes the ``seen`` entry they change."""
+MOVES = tuple(verb for verb, fields in CHANGES.items() if {"seen", "inventory"} <= set(fields))
+"""Commands that can move an object (take, put): the model writes the ``seen`` entry they change."""
+LOOKS = tuple(verb for verb, fields in CHANGES.items() if "seen" in fields and verb not in MOVES)
+"""Commands that can look into a receptacle (go to, open, examine): the room's data gives ``seen`` after them."""
 
 
 class ALFWorldDomain(Domain):
