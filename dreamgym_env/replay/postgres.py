@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -36,16 +36,17 @@ from psycopg.pq import TransactionStatus
 
 from dreamgym_env.errors import DataError
 from dreamgym_env.replay.sqlstore import (
-    DEFAULT_BUSY_TIMEOUT_S,
-    DEFAULT_COMMIT_EVERY,
-    DEFAULT_COMMIT_INTERVAL_S,
     TABLES,
     TRANSITION_COLUMNS,
     NewTransition,
     SQLReplayStore,
+    StoreSettings,
     database_errors_as_data_errors,
     transition_row,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 LOCK_CLASS = 0x44475242
 """The first key of the buffer's advisory lock ("DGRB"); the second is the schema's hash."""
@@ -124,24 +125,17 @@ class PostgresReplayStore(SQLReplayStore):
     def __init__(
         self,
         url: str,
-        *,
-        read_only: bool = False,
-        commit_every: int = DEFAULT_COMMIT_EVERY,
-        commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
-        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        **settings: Unpack[StoreSettings],
     ) -> None:
-        super().__init__(
-            read_only=read_only,
-            commit_every=commit_every,
-            commit_interval_s=commit_interval_s,
-            busy_timeout_s=busy_timeout_s,
-        )
+        super().__init__(**settings)
         self.path = None
         self.location = redact_url(url)
         self._password = password_of(url)
         self._db: Any = None
         try:
-            self._db = psycopg.connect(url, autocommit=True, connect_timeout=max(2, round(busy_timeout_s)))
+            self._db = psycopg.connect(
+                url, autocommit=True, connect_timeout=max(2, round(self.busy_timeout_s))
+            )
         except psycopg.Error as exc:
             raise self._data_error(exc) from exc
         try:

@@ -37,7 +37,7 @@ import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.replay.sqlstore import (
@@ -48,9 +48,13 @@ from dreamgym_env.replay.sqlstore import (
     TRANSITION_COLUMNS,
     NewTransition,
     SQLReplayStore,
+    StoreSettings,
     database_errors_as_data_errors,
     transition_row,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "DEFAULT_BUSY_TIMEOUT_S",
@@ -95,23 +99,12 @@ def is_postgres_url(location: object) -> bool:
 
 
 def open_store(
-    location: str | os.PathLike[str] | None = None,
-    *,
-    read_only: bool = False,
-    commit_every: int = DEFAULT_COMMIT_EVERY,
-    commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
-    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    location: str | os.PathLike[str] | None = None, **settings: Unpack[StoreSettings]
 ) -> SQLReplayStore:
     """The store of ``location``: PostgreSQL for a ``postgresql://`` URL, else an SQLite file (or memory).
 
     PostgreSQL needs the ``postgres`` extra (``pip install "dreamgym-env[postgres]"``).
     """
-    options: dict[str, Any] = {
-        "read_only": read_only,
-        "commit_every": commit_every,
-        "commit_interval_s": commit_interval_s,
-        "busy_timeout_s": busy_timeout_s,
-    }
     if is_postgres_url(location):
         if importlib.util.find_spec("psycopg") is None:
             raise ConfigurationError(
@@ -119,8 +112,8 @@ def open_store(
             )
         from dreamgym_env.replay.postgres import PostgresReplayStore
 
-        return PostgresReplayStore(str(location), **options)
-    return ReplayStore(location, **options)
+        return PostgresReplayStore(str(location), **settings)
+    return ReplayStore(location, **settings)
 
 
 @database_errors_as_data_errors(sqlite3.Error)
@@ -145,31 +138,22 @@ class ReplayStore(SQLReplayStore):
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
-        *,
-        read_only: bool = False,
-        commit_every: int = DEFAULT_COMMIT_EVERY,
-        commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
-        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        **settings: Unpack[StoreSettings],
     ) -> None:
-        super().__init__(
-            read_only=read_only,
-            commit_every=commit_every,
-            commit_interval_s=commit_interval_s,
-            busy_timeout_s=busy_timeout_s,
-        )
+        super().__init__(**settings)
         self.path = None if path is None else Path(path)
         self.location = str(self.path) if self.path is not None else ":memory:"
         options: dict[str, Any] = {
             "isolation_level": None,
             "check_same_thread": False,
-            "timeout": busy_timeout_s,
+            "timeout": self.busy_timeout_s,
         }
         if self.path is not None and self.path.exists():
             self._refuse_empty_file(self.path)
         try:
             if self.path is None:
                 self._db = sqlite3.connect(":memory:", **options)
-            elif read_only:
+            elif self.read_only:
                 if not self.path.exists():
                     raise DataError(f"replay buffer {str(self.path)!r} does not exist")
                 uri = f"file:{self.path.resolve()}?mode=ro"

@@ -32,7 +32,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypedDict, TypeVar
 
 import numpy as np
 
@@ -48,6 +48,18 @@ DEFAULT_BUSY_TIMEOUT_S = 10.0
 TABLES = ("meta", "tasks", "episodes", "transitions", "episode_steps", "vectors")
 _SQL_CHUNK = 500
 """Ids per ``IN (...)`` clause (SQLite allows 999 parameters in old builds)."""
+
+
+class StoreSettings(TypedDict, total=False):
+    """How a store opens and batches its writes: the keywords of :class:`SQLReplayStore` (defaults there).
+
+    Every store and :func:`~dreamgym_env.replay.sqlite.open_store` take them and pass them on.
+    """
+
+    read_only: bool
+    commit_every: int
+    commit_interval_s: float
+    busy_timeout_s: float
 
 
 class NewTransition(NamedTuple):
@@ -178,10 +190,10 @@ class SQLReplayStore(ABC):
     def __init__(
         self,
         *,
-        read_only: bool,
-        commit_every: int,
-        commit_interval_s: float,
-        busy_timeout_s: float,
+        read_only: bool = False,
+        commit_every: int = DEFAULT_COMMIT_EVERY,
+        commit_interval_s: float = DEFAULT_COMMIT_INTERVAL_S,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     ) -> None:
         self.read_only = read_only
         self.commit_every = max(1, commit_every)
