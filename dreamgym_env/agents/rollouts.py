@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import gymnasium as gym
 import numpy as np
@@ -24,6 +24,9 @@ from dreamgym_env.domain import Domain, Policy
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.types import Step, Task, Trajectory, state_text
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 PathLike = str | Path
 PIPED_PROGRESS_INTERVAL_S = 30.0
@@ -185,30 +188,21 @@ def iter_episodes(
             yield trajectory
 
 
+class EpisodeOptions(TypedDict, total=False):
+    """The keywords of :func:`iter_episodes` (defaults there) that :func:`collect_trajectories` passes on."""
+
+    tasks: Sequence[Task] | None
+    seed: int
+    policy_name: str
+    progress: bool
+    state_mode: StateMode
+
+
 def collect_trajectories(
-    env: gym.Env,
-    policy: Policy,
-    episodes: int,
-    *,
-    tasks: Sequence[Task] | None = None,
-    seed: int = 0,
-    policy_name: str = "",
-    progress: bool = True,
-    state_mode: StateMode = "text",
+    env: gym.Env, policy: Policy, episodes: int, **options: Unpack[EpisodeOptions]
 ) -> list[Trajectory]:
     """Play ``episodes`` episodes and return their trajectories (see :func:`iter_episodes`)."""
-    return list(
-        iter_episodes(
-            env,
-            policy,
-            episodes,
-            tasks=tasks,
-            seed=seed,
-            policy_name=policy_name,
-            progress=progress,
-            state_mode=state_mode,
-        )
-    )
+    return list(iter_episodes(env, policy, episodes, **options))
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from rapidfuzz.fuzz import ratio
 
@@ -29,6 +29,9 @@ from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import ExperienceRequest, Step, Trajectory, Transition
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 DEFAULT_HISTORY_LEN = 4
 """As the synthetic env's default: the model sees this many past steps."""
@@ -438,20 +441,19 @@ def fidelity_by_action(scores: Sequence[TransitionScore]) -> dict[str, FidelityR
     return {name: summarize(group) for name, group in ordered}
 
 
+class ScoringOptions(TypedDict, total=False):
+    """The keywords of :func:`score_transitions` (defaults there) that :func:`measure_fidelity` passes on."""
+
+    domain: str | Domain | None
+    batch_size: int
+    reward_tolerance: float
+
+
 def measure_fidelity(
-    model: ExperienceModel,
-    transitions: Sequence[ReferenceTransition],
-    *,
-    domain: str | Domain | None = None,
-    batch_size: int = 64,
-    reward_tolerance: float = DEFAULT_REWARD_TOLERANCE,
+    model: ExperienceModel, transitions: Sequence[ReferenceTransition], **options: Unpack[ScoringOptions]
 ) -> FidelityReport:
     """Ask ``model`` for every transition, in batches, and compare with the truth.
 
     :func:`score_transitions` then :func:`summarize`: see those for how answers are compared.
     """
-    return summarize(
-        score_transitions(
-            model, transitions, domain=domain, batch_size=batch_size, reward_tolerance=reward_tolerance
-        )
-    )
+    return summarize(score_transitions(model, transitions, **options))
