@@ -23,6 +23,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
 )
@@ -133,7 +134,7 @@ class AdminSite(StoreSite):
         """A searchable grid: the keyword box (Enter runs ``op``), the records found and their rows."""
         return self.headed(
             title,
-            textbox("Search by keyword", "q", submit=op, value=request.get("q")),
+            search_box("Search by keyword", op, request.get("q")),
             text(f"{found} records found"),
             listing(rows),
             *pager,

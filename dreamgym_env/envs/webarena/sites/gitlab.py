@@ -27,6 +27,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
 )
@@ -239,7 +240,7 @@ class GitLabSite(Site[GitLabState]):
             ]
             return self.headed(
                 "Projects",
-                textbox("Filter by name", "q", submit="filter", value=request.get("q")),
+                search_box("Filter by name", "filter", request.get("q")),
                 listing(rows, empty="No projects found"),
             )
         path, _, section = request.path.strip("/").partition("/-/")

@@ -20,6 +20,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
 )
@@ -65,7 +66,7 @@ class ShoppingSite(StoreSite):
             link("One Stop Market", self.url()),
             link("My Orders", self.url("/orders")),
             link(f"My Cart ({sum(self.state.cart.values())})", self.url("/cart")),
-            textbox(SEARCH_LABEL, "q", submit="search"),
+            search_box(SEARCH_LABEL),
         )
 
     def page(self, request: Request) -> Page:

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
-from dreamgym_env.envs.webarena.sites.base import Node, Site, link, listing, text
+from dreamgym_env.envs.webarena.sites.base import Node, Site, link, listing, named, text
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "Grocery & Gourmet Food": (
@@ -186,12 +186,10 @@ class Store:
         return tuple(CATEGORIES)
 
     def product_named(self, name: str) -> Product | None:
-        folded = name.strip().lower()
-        return next((p for p in self.products if p.name.lower() == folded), None)
+        return named(self.products, name, lambda p: p.name)
 
     def customer_named(self, name: str) -> Customer | None:
-        folded = name.strip().lower()
-        return next((c for c in self.customers if c.name.lower() == folded), None)
+        return named(self.customers, name, lambda c: c.name)
 
 
 @dataclass
