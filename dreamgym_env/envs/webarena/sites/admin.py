@@ -110,7 +110,7 @@ class AdminSite(StoreSite):
                 [
                     link(p.name, self.url(f"/catalog/product/{p.id}")),
                     text(p.sku),
-                    text(f"Price: {money(self.state.price(p))}"),
+                    self.price_text(p),
                     text(f"Quantity: {p.stock}"),
                 ]
                 for p in shown
@@ -170,8 +170,7 @@ class AdminSite(StoreSite):
             text(f"Order Date: {order.date}"),
             text(f"Order Status: {order.status}"),
             link(customer.name, self.url(f"/customer/{customer.id}")),
-            self.order_lines(order, product_links=False),
-            text(f"Grand Total: {money(order.total)}"),
+            *self.order_contents(order, product_links=False),
             combobox("Status", "status", STATUSES, order.status),
             button("Update Status", "set_status", str(order.number)),
         )

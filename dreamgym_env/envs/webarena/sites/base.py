@@ -219,6 +219,10 @@ class Site(ABC, Generic[StateT]):
     def url(self, path: str = "/", **query: object) -> str:
         return make_url(self.host, path, **query)
 
+    def home_link(self) -> Node:
+        """The link to the home page named after the site (:attr:`title`), as a bar's logo."""
+        return link(self.title, self.url())
+
     def frame(self, title: str, *body: Node) -> Page:
         """A page titled after ``title`` (``""``: the home page) with ``body`` in its ``main`` landmark."""
         page_title = self.title_template.format(title) if title else self.title

@@ -157,7 +157,7 @@ class MapSite(Site[MapData]):
     def navigation(self) -> Node:
         return group(
             "navigation",
-            link("OpenStreetMap", self.url()),
+            self.home_link(),
             search_box("Search"),
             link("Find directions between two points", self.url("/directions")),
         )

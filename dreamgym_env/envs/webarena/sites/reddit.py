@@ -201,7 +201,7 @@ class RedditSite(Site[RedditState]):
     def navigation(self) -> Node:
         return group(
             "navigation",
-            link("Postmill", self.url()),
+            self.home_link(),
             link("Forums", self.url("/forums")),
             search_box("Search query"),
             text(ME),
