@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE
 from dreamgym_env.envs.webarena.sites.admin import MONTHS
-from dreamgym_env.envs.webarena.sites.base import collapse_spaces, make_url
+from dreamgym_env.envs.webarena.sites.base import collapse_spaces, make_url, named
 from dreamgym_env.envs.webarena.sites.gitlab import ME as GITLAB_ME
 from dreamgym_env.envs.webarena.sites.gitlab import ROLES, Project
 from dreamgym_env.envs.webarena.sites.map import Place, Route
@@ -125,12 +125,6 @@ def _shuffled(rng: random.Random, items: Iterable[Any]) -> list[Any]:
 
 
 # -- lookups: the object a slot names, or why there is none ---------------------------------------
-def _named(options: Iterable[T], raw: str, name: Callable[[T], str] = str) -> T | None:
-    """The option whose name is ``raw`` in any case (outer spaces ignored), else ``None``."""
-    folded = raw.strip().lower()
-    return next((o for o in options if name(o).lower() == folded), None)
-
-
 def _number(raw: str) -> int | None:
     raw = raw.strip().lstrip("#")
     return int(raw) if raw.isdigit() and len(raw) < 9 else None
@@ -166,7 +160,7 @@ def _project(data: SiteData, slots: Slots) -> Project | str:
 
 def _places(data: SiteData, slots: Slots) -> tuple[Place, Place] | str:
     names = [slots.get("start", ""), slots.get("end", "")]
-    places = [_named(data.map.places, n, lambda p: p.name) for n in names]
+    places = [named(data.map.places, n, lambda p: p.name) for n in names]
     if places[0] is None or places[1] is None:
         return f"the map has no place {names[0] if places[0] is None else names[1]!r}"
     if places[0] == places[1]:
@@ -243,14 +237,14 @@ def _r_my_order(fact: str) -> Resolver:
 
 
 def _r_category(data: SiteData, slots: Slots) -> Resolved | str:
-    category = _named(data.store.categories, slots.get("category", ""))
+    category = named(data.store.categories, slots.get("category", ""))
     if category is None:
         return f"the shop has no category {slots.get('category')!r}"
     return {"category": category}, url_match(make_url("shopping.local", f"/category/{slug(category)}"))
 
 
 def _r_set_status(data: SiteData, slots: Slots) -> Resolved | str:
-    order, status = _order(data, slots), _named(STATUSES, slots.get("status", ""))
+    order, status = _order(data, slots), named(STATUSES, slots.get("status", ""))
     if order is None or status is None:
         return (
             f"no order #{slots.get('order')}" if order is None else f"no order status {slots.get('status')!r}"
@@ -287,7 +281,7 @@ def _r_order_total(data: SiteData, slots: Slots) -> Resolved | str:
 
 
 def _r_best_month(data: SiteData, slots: Slots) -> Resolved | str:
-    month, year = _named(MONTHS, slots.get("month", "")), _number(slots.get("year", ""))
+    month, year = named(MONTHS, slots.get("month", "")), _number(slots.get("year", ""))
     if month is None or year not in YEARS:
         return f"the report covers the months of {YEARS[0]} to {YEARS[-1]}"
     ranked = bestsellers(data.store, year, MONTHS.index(month) + 1)
@@ -427,7 +421,7 @@ def _r_new_issue(data: SiteData, slots: Slots, project: Project) -> Resolved | s
 
 @_given(_project)
 def _r_member(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
-    user, role = data.gitlab.user(slots.get("user", "")), _named(ROLES, slots.get("role", ""))
+    user, role = data.gitlab.user(slots.get("user", "")), named(ROLES, slots.get("role", ""))
     if user is None:
         return f"there is no user {slots.get('user')!r}"
     if role is None:
@@ -442,7 +436,7 @@ def _r_member(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
 
 @_given(_project)
 def _r_close_issue(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
-    issue = _named(project.issues, slots.get("issue", ""), lambda i: i.title)
+    issue = named(project.issues, slots.get("issue", ""), lambda i: i.title)
     if issue is None or issue.state != "opened":
         return f"{project.path} has no open issue titled {slots.get('issue')!r}"
     return {"issue": issue.title, "project": project.path}, program(
@@ -463,7 +457,7 @@ def _r_project_fact(fact: str) -> Resolver:
 
 @_given(_project)
 def _r_mr_author(data: SiteData, slots: Slots, project: Project) -> Resolved | str:
-    mr = _named(project.merge_requests, slots.get("mr", ""), lambda m: m.title)
+    mr = named(project.merge_requests, slots.get("mr", ""), lambda m: m.title)
     if mr is None:
         return f"{project.path} has no merge request titled {slots.get('mr')!r}"
     return {"mr": mr.title, "project": project.path}, must_include(mr.author)
@@ -483,7 +477,7 @@ def _r_route(mode: str, fact: str) -> Resolver:
 
 
 def _r_address(data: SiteData, slots: Slots) -> Resolved | str:
-    place = _named(data.map.places, slots.get("place", ""), lambda p: p.name)
+    place = named(data.map.places, slots.get("place", ""), lambda p: p.name)
     if place is None:
         return f"the map has no place {slots.get('place')!r}"
     return {"place": place.name}, {

@@ -23,6 +23,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
 )
@@ -109,7 +110,7 @@ class AdminSite(StoreSite):
                 [
                     link(p.name, self.url(f"/catalog/product/{p.id}")),
                     text(p.sku),
-                    text(f"Price: {money(self.state.price(p))}"),
+                    self.price_text(p),
                     text(f"Quantity: {p.stock}"),
                 ]
                 for p in shown
@@ -133,7 +134,7 @@ class AdminSite(StoreSite):
         """A searchable grid: the keyword box (Enter runs ``op``), the records found and their rows."""
         return self.headed(
             title,
-            textbox("Search by keyword", "q", submit=op, value=request.get("q")),
+            search_box("Search by keyword", op, request.get("q")),
             text(f"{found} records found"),
             listing(rows),
             *pager,
@@ -169,8 +170,7 @@ class AdminSite(StoreSite):
             text(f"Order Date: {order.date}"),
             text(f"Order Status: {order.status}"),
             link(customer.name, self.url(f"/customer/{customer.id}")),
-            self.order_lines(order, product_links=False),
-            text(f"Grand Total: {money(order.total)}"),
+            *self.order_contents(order, product_links=False),
             combobox("Status", "status", STATUSES, order.status),
             button("Update Status", "set_status", str(order.number)),
         )

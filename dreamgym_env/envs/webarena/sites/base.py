@@ -9,7 +9,7 @@ nodes, adds what the user typed, and renders the tree.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Generic, TypeVar
@@ -64,6 +64,11 @@ def textbox(
     if value:
         props["value"] = value
     return Node("textbox", name, props, args=args, field=field_name, submit=submit)
+
+
+def search_box(label: str, op: str = "search", value: str = "") -> Node:
+    """A keyword box whose Enter runs the search ``op`` with its text as ``q`` (:meth:`Site.perform`)."""
+    return textbox(label, "q", submit=op, value=value)
 
 
 def combobox(name: str, field_name: str, options: tuple[str, ...], value: str) -> Node:
@@ -140,6 +145,18 @@ def collapse_spaces(value: str) -> str:
     return " ".join(value.split())
 
 
+def named(options: Iterable[T], raw: str, name: Callable[[T], str] = str) -> T | None:
+    """The first option whose ``name`` is ``raw`` in any case (outer spaces ignored), else ``None``."""
+    folded = raw.strip().lower()
+    return next((option for option in options if name(option).lower() == folded), None)
+
+
+def with_all_words(items: Iterable[T], query: str, text_of: Callable[[T], str]) -> list[T]:
+    """The items whose text has every word of ``query`` in it (any case); none for a query without words."""
+    words = query.lower().split()
+    return [item for item in items if words and all(w in text_of(item).lower() for w in words)]
+
+
 def split_url(url: str) -> tuple[str, Request]:
     """``(host, request)`` of a URL (scheme optional, path normalised without its trailing slash)."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
@@ -201,6 +218,10 @@ class Site(ABC, Generic[StateT]):
 
     def url(self, path: str = "/", **query: object) -> str:
         return make_url(self.host, path, **query)
+
+    def home_link(self) -> Node:
+        """The link to the home page named after the site (:attr:`title`), as a bar's logo."""
+        return link(self.title, self.url())
 
     def frame(self, title: str, *body: Node) -> Page:
         """A page titled after ``title`` (``""``: the home page) with ``body`` in its ``main`` landmark."""

@@ -27,6 +27,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
 )
@@ -143,6 +144,10 @@ class GitLab:
     projects: tuple[Project, ...]
     starred: frozenset[str]
 
+    def project_at(self, path: str) -> Project | None:
+        """The project whose path (``namespace/name``) is ``path``, as in its URLs and buttons."""
+        return next((p for p in self.projects if p.path == path), None)
+
     def project(self, name: str) -> Project | None:
         folded = name.strip().lower()
         return next((p for p in self.projects if folded in (p.name.lower(), p.path.lower())), None)
@@ -239,11 +244,11 @@ class GitLabSite(Site[GitLabState]):
             ]
             return self.headed(
                 "Projects",
-                textbox("Filter by name", "q", submit="filter", value=request.get("q")),
+                search_box("Filter by name", "filter", request.get("q")),
                 listing(rows, empty="No projects found"),
             )
         path, _, section = request.path.strip("/").partition("/-/")
-        project = next((p for p in self.state.gitlab.projects if p.path == path), None)
+        project = self.state.gitlab.project_at(path)
         if project is None:
             raise NotFound(request.path)
         base = f"/{project.path}"
@@ -363,7 +368,7 @@ class GitLabSite(Site[GitLabState]):
         )
 
     def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
-        project = next((p for p in self.state.gitlab.projects if args and p.path == args[0]), None)
+        project = self.state.gitlab.project_at(args[0]) if args else None
         if project is None:
             raise NotFound(op)
         base = f"/{project.path}"

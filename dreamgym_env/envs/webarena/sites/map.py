@@ -29,8 +29,10 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
+    with_all_words,
 )
 
 SPEEDS_KMH = {"car": 45.0, "bicycle": 16.0, "foot": 5.0}
@@ -155,8 +157,8 @@ class MapSite(Site[MapData]):
     def navigation(self) -> Node:
         return group(
             "navigation",
-            link("OpenStreetMap", self.url()),
-            textbox("Search", "q", submit="search"),
+            self.home_link(),
+            search_box("Search"),
             link("Find directions between two points", self.url("/directions")),
         )
 
@@ -164,12 +166,7 @@ class MapSite(Site[MapData]):
         if request.path == "/":
             return self.frame("", heading("Welcome to OpenStreetMap!"))
         if request.path == "/search":
-            words = request.get("q").lower().split()
-            found = [
-                p
-                for p in self.state.places
-                if words and all(w in f"{p.name} {p.kind}".lower() for w in words)
-            ]
+            found = with_all_words(self.state.places, request.get("q"), lambda p: f"{p.name} {p.kind}")
             rows = [[link(p.name, self.url(f"/place/{p.id}")), text(p.address)] for p in found]
             return self.frame("Search", heading("Search Results"), listing(rows, empty="No results found"))
         if (p := request.item("/place/", self.state.places)) is not None:

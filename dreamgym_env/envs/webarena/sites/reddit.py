@@ -25,8 +25,11 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    named,
+    search_box,
     text,
     textbox,
+    with_all_words,
 )
 
 ME = "MarvelsGrantMan136"
@@ -132,11 +135,10 @@ class Reddit:
     subscribed: frozenset[str]
 
     def forum(self, name: str) -> Forum | None:
-        return next((f for f in self.forums if f.name.lower() == name.strip().lower()), None)
+        return named(self.forums, name, lambda f: f.name)
 
     def post_titled(self, forum: str, title: str) -> Post | None:
-        folded = title.strip().lower()
-        return next((p for p in self.posts if p.forum == forum and p.title.lower() == folded), None)
+        return named((p for p in self.posts if p.forum == forum), title, lambda p: p.title)
 
 
 @dataclass
@@ -199,9 +201,9 @@ class RedditSite(Site[RedditState]):
     def navigation(self) -> Node:
         return group(
             "navigation",
-            link("Postmill", self.url()),
+            self.home_link(),
             link("Forums", self.url("/forums")),
-            textbox("Search query", "q", submit="search"),
+            search_box("Search query"),
             text(ME),
         )
 
@@ -227,8 +229,7 @@ class RedditSite(Site[RedditState]):
             ]
             return self.frame("List of forums", heading("Forums"), listing(rows))
         if parts == ["search"]:
-            words = request.get("q").lower().split()
-            found = [p for p in self.state.all_posts() if words and all(w in p.title.lower() for w in words)]
+            found = with_all_words(self.state.all_posts(), request.get("q"), lambda p: p.title)
             return self.frame(
                 f"Search results for '{request.get('q')}'",
                 heading("Search results"),

@@ -20,6 +20,7 @@ from dreamgym_env.envs.webarena.sites.base import (
     heading,
     link,
     listing,
+    search_box,
     text,
     textbox,
 )
@@ -62,10 +63,10 @@ class ShoppingSite(StoreSite):
     def navigation(self) -> Node:
         return group(
             "banner",
-            link("One Stop Market", self.url()),
+            self.home_link(),
             link("My Orders", self.url("/orders")),
             link(f"My Cart ({sum(self.state.cart.values())})", self.url("/cart")),
-            textbox(SEARCH_LABEL, "q", submit="search"),
+            search_box(SEARCH_LABEL),
         )
 
     def page(self, request: Request) -> Page:
@@ -98,10 +99,7 @@ class ShoppingSite(StoreSite):
 
     def _list(self, title: str, products: list[Product], request: Request, **query: str) -> Page:
         shown, pager = self.paginate(products, request, PAGE_SIZE, **query)
-        items = [
-            [link(p.name, self.url(f"/product/{p.id}")), text(f"Price: {money(self.state.price(p))}")]
-            for p in shown
-        ]
+        items = [[link(p.name, self.url(f"/product/{p.id}")), self.price_text(p)] for p in shown]
         return self.headed(
             title,
             text(f"{len(products)} items"),
@@ -116,7 +114,7 @@ class ShoppingSite(StoreSite):
         ]
         return self.headed(
             product.name,
-            text(f"Price: {money(self.state.price(product))}"),
+            self.price_text(product),
             text(f"Rating: {product.rating_percent}%"),
             text(f"{len(product.reviews)} Reviews"),
             text(f"SKU: {product.sku}"),
@@ -183,8 +181,7 @@ class ShoppingSite(StoreSite):
             f"Order # {order.number}",
             text(f"Status: {order.status}"),
             text(f"Order Date: {order.date}"),
-            self.order_lines(order, product_links=True),
-            text(f"Grand Total: {money(order.total)}"),
+            *self.order_contents(order, product_links=True),
         )
 
     def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
-from dreamgym_env.envs.webarena.sites.base import Node, Site, link, listing, text
+from dreamgym_env.envs.webarena.sites.base import Node, Site, link, listing, named, text
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "Grocery & Gourmet Food": (
@@ -186,12 +186,10 @@ class Store:
         return tuple(CATEGORIES)
 
     def product_named(self, name: str) -> Product | None:
-        folded = name.strip().lower()
-        return next((p for p in self.products if p.name.lower() == folded), None)
+        return named(self.products, name, lambda p: p.name)
 
     def customer_named(self, name: str) -> Customer | None:
-        folded = name.strip().lower()
-        return next((c for c in self.customers if c.name.lower() == folded), None)
+        return named(self.customers, name, lambda c: c.name)
 
 
 @dataclass
@@ -234,14 +232,21 @@ class StoreSite(Site[StoreState]):
     def store(self) -> Store:
         return self.state.store
 
-    def order_lines(self, order: Order, product_links: bool) -> Node:
-        """An order's lines: product (a link to its page with ``product_links``), quantity and price."""
+    def price_text(self, product: Product) -> Node:
+        """A product's price as the pages show it: the current one, which the admin may have changed."""
+        return text(f"Price: {money(self.state.price(product))}")
+
+    def order_contents(self, order: Order, product_links: bool) -> list[Node]:
+        """What both order pages show of an order: its lines and grand total.
+
+        A line shows its product (a link to its page with ``product_links``), quantity and price.
+        """
         rows = []
         for line in order.lines:
             name = self.store.products[line.product_id].name
             product = link(name, self.url(f"/product/{line.product_id}")) if product_links else text(name)
             rows.append([product, text(f"Qty: {line.qty}"), text(f"Price: {money(line.price)}")])
-        return listing(rows)
+        return [listing(rows), text(f"Grand Total: {money(order.total)}")]
 
 
 def bestsellers(store: Store, year: int, month: int | None = None) -> list[tuple[Product, int]]:
