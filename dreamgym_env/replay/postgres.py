@@ -109,11 +109,9 @@ class PostgresReplayStore(SQLReplayStore):
 
     Args:
         url: a ``postgresql://`` (or ``postgres://``) URL, libpq parameters included.
-        read_only: read an existing buffer without writing (every transaction read-only).
-        commit_every: commit after this many writes.
-        commit_interval_s: commit when the oldest uncommitted write is this old.
-        busy_timeout_s: how long to wait for another writer's transaction (and for the
-            connection) before a ``DataError``.
+        **settings: ``read_only`` (every transaction read-only), ``commit_every``,
+            ``commit_interval_s``, ``busy_timeout_s``
+            (:class:`~dreamgym_env.replay.sqlstore.StoreSettings`).
 
     Every psycopg error of a public method is raised as a
     :class:`~dreamgym_env.errors.DataError` naming the buffer (its URL, password masked).

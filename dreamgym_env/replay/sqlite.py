@@ -122,11 +122,8 @@ class ReplayStore(SQLReplayStore):
 
     Args:
         path: a database file (created when missing) or ``None`` for an in-memory database.
-        read_only: open an existing file without writing (for statistics while a writer runs).
-        commit_every: commit after this many writes.
-        commit_interval_s: commit when the oldest uncommitted write is this old (checked at the
-            next write, and by the buffer's timer through :meth:`commit_due_in`).
-        busy_timeout_s: how long to wait for another writer's transaction before a ``DataError``.
+        **settings: ``read_only``, ``commit_every``, ``commit_interval_s``, ``busy_timeout_s``
+            (:class:`~dreamgym_env.replay.sqlstore.StoreSettings`).
 
     Not thread-safe by itself: the buffer serialises access with its lock. Every SQLite error
     of a public method is raised as a :class:`~dreamgym_env.errors.DataError` naming the file.

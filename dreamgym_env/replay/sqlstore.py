@@ -57,9 +57,15 @@ class StoreSettings(TypedDict, total=False):
     """
 
     read_only: bool
+    """Read an existing buffer without writing (statistics while a writer runs)."""
     commit_every: int
+    """Commit after this many writes."""
     commit_interval_s: float
+    """Commit when the oldest uncommitted write is this old (checked at the next write, and by
+    the buffer's timer through :meth:`SQLReplayStore.commit_due_in`)."""
     busy_timeout_s: float
+    """How long to wait for another writer's transaction (PostgreSQL: and for the connection)
+    before a :class:`~dreamgym_env.errors.DataError`."""
 
 
 class NewTransition(NamedTuple):
