@@ -171,14 +171,15 @@ class ALFWorldDomain(Domain):
 
         ``go to cabinet 12`` shows the line of ``cabinet 12``, not that of ``cabinet 1``; ``look``
         shows none. In structured mode (``state`` is a state's JSON) what a look shows is a given
-        field (:meth:`given_fields`): no lines.
+        field (:meth:`given_fields`), and the one line is what a ``put`` would leave in its
+        receptacle (:func:`_put_line`).
         """
         try:
-            ALFWorldState.model_validate_json(state)
+            room = ALFWorldState.model_validate_json(state)
         except ValueError:
             pass
         else:
-            return ()
+            return _put_line(task, room, action)
         named = set(self.action_arguments(action))
         return tuple(line for line in task.world.splitlines() if _place_name(line) in named) if named else ()
 
@@ -285,6 +286,37 @@ class ALFWorldDomain(Domain):
 
 def _room(state: Any) -> ALFWorldState:
     return state if isinstance(state, ALFWorldState) else ALFWorldState.model_validate(state.model_dump())
+
+
+COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+"""How a put line counts the objects of a type, in the words of ALFWorld's goals (``find two cup ...``)."""
+
+
+def _put_line(task: Task, room: ALFWorldState, action: str) -> tuple[str, ...]:
+    """What a ``put`` leaves in its receptacle if it works, its type counted:
+    ``If the put works, fridge 1 holds two apple: ["egg 1", "apple 1", "apple 2"]``.
+
+    The room's data, as in :meth:`ALFWorldDomain.given_fields`: what the agent last saw there
+    (or the room's start), with the object put last, as :meth:`ALFWorldDomain.settled_state`
+    records it, and how many objects of the put one's type that makes. Whether the put works
+    and whether it completes the task stay the model's; without the count the distilled model
+    ended "find two" tasks at the first put (docs/results.md).
+    """
+    command = parse_command(action)
+    if isinstance(command, ActionError) or command.verb != "put" or command.obj is None:
+        return ()
+    try:
+        contents = world_of(task).contents()
+    except ConfigurationError:  # a task without a room: nothing to look up
+        return ()
+    if command.recep not in contents:
+        return ()
+    held = room.seen.get(command.recep, contents[command.recep])
+    after = [*(o for o in held if o != command.obj), command.obj]
+    kind = kind_of(command.obj)
+    count = sum(kind_of(o) == kind for o in after)
+    words = COUNT_WORDS[count] if count < len(COUNT_WORDS) else str(count)
+    return (f"If the put works, {command.recep} holds {words} {kind}: {json.dumps(after)}",)
 
 
 _JSON = json.JSONDecoder()

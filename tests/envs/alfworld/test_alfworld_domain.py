@@ -85,6 +85,39 @@ def test_a_text_request_shows_the_starting_places_of_the_receptacles_its_action_
     assert DOMAIN.world_lines(task, structured, "go to cabinet 1") == ()  # a given field instead
 
 
+def test_a_structured_put_shows_what_the_receptacle_holds_after_it_as_the_reference_env_does():
+    """The put line is the reference env's next ``seen`` entry wherever the put works, its type counted."""
+    import json
+
+    from dreamgym_env.envs.alfworld.domain import COUNT_WORDS
+
+    from dreamgym_env.training.dataset import policy_transitions
+
+    worked = 0
+    for policy in ("expert", "noisy", "random"):
+        for transition in policy_transitions(DOMAIN, "test", policy, 200, seed=5):
+            request, after = transition.request, json.loads(transition.truth.next_state)
+            lines = request.world
+            if not request.action.startswith("put "):
+                assert lines == [], request.action
+                continue
+            (line,) = lines
+            said, held = line.removeprefix("If the put works, ").split(": ", 1)
+            recep, count = said.split(" holds ")
+            obj = request.action.split()[1]
+            objects = json.loads(held)
+            assert count == f"{COUNT_WORDS[sum(o.split()[0] == obj for o in objects)]} {obj}", line
+            if after["inventory"]:  # the put did not work: the line says what it would have left
+                continue
+            assert after["seen"][recep] == objects, request.action
+            worked += 1
+    assert worked > 30, worked
+    task = DOMAIN.tasks("test")[0]
+    start = DOMAIN.initial_abstract_state(task).model_dump_json()
+    assert DOMAIN.world_lines(task, start, "put apple 1 in/on moon 1") == ()
+    assert DOMAIN.world_lines(task, start, "put apple 1") == ()
+
+
 def test_the_given_seen_is_the_reference_envs_on_reference_episodes():
     """What a look shows is looked up in the room: it equals the reference env's next ``seen``."""
     import json
