@@ -293,10 +293,9 @@ COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eig
 
 
 def _put_line(task: Task, room: ALFWorldState, action: str) -> tuple[str, ...]:
-    """What a ``put`` leaves in its receptacle if it works, its type counted:
-    ``If the put works, fridge 1 holds two apple: ["egg 1", "apple 1", "apple 2"]``.
+    """What a ``put`` leaves in its receptacle if it works, its type counted.
 
-    The room's data, as in :meth:`ALFWorldDomain.given_fields`: what the agent last saw there
+    ``If the put works, fridge 1 holds two apple: ["egg 1", "apple 1", "apple 2"]``: the room's data, as in :meth:`ALFWorldDomain.given_fields`: what the agent last saw there
     (or the room's start), with the object put last, as :meth:`ALFWorldDomain.settled_state`
     records it, and how many objects of the put one's type that makes. Whether the put works
     and whether it completes the task stay the model's; without the count the distilled model

@@ -90,7 +90,6 @@ def test_a_structured_put_shows_what_the_receptacle_holds_after_it_as_the_refere
     import json
 
     from dreamgym_env.envs.alfworld.domain import COUNT_WORDS
-
     from dreamgym_env.training.dataset import policy_transitions
 
     worked = 0
