@@ -199,15 +199,14 @@ class ALFWorldDomain(Domain):
         """
         if action.verb not in LOOKS:
             return {}
-        command = parse_command(action.text)
-        try:
-            world = world_of(task)
-        except ConfigurationError:  # a task without a room: nothing to look up
+        contents = _start_contents(task)
+        if contents is None:
             return {}
+        command = parse_command(action.text)
         room = _room(state)
         seen = {receptacle: list(objects) for receptacle, objects in room.seen.items()}
         recep = None if isinstance(command, ActionError) else command.recep
-        if recep not in world.receptacles:
+        if recep not in contents:
             return {"seen": seen}
         shows = (
             kind_of(recep) not in OPENABLE
@@ -215,7 +214,7 @@ class ALFWorldDomain(Domain):
             else action.verb == "open" and recep == room.location and room.is_open is False
         )
         if shows:
-            seen[recep] = seen.get(recep, world.contents()[recep])
+            seen[recep] = seen.get(recep, contents[recep])
         return {"seen": seen}
 
     def settled_state(self, task: Task, state: Any, action: ParsedAction, next_state: Any) -> Any:
@@ -292,23 +291,28 @@ COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eig
 """How a put line counts the objects of a type, in the words of ALFWorld's goals (``find two cup ...``)."""
 
 
+def _start_contents(task: Task) -> dict[str, list[str]] | None:
+    """What each receptacle of the task's room holds at the start; ``None`` for a task without a room."""
+    try:
+        return world_of(task).contents()
+    except ConfigurationError:
+        return None
+
+
 def _put_line(task: Task, room: ALFWorldState, action: str) -> tuple[str, ...]:
     """What a ``put`` leaves in its receptacle if it works, its type counted.
 
-    ``If the put works, fridge 1 holds two apple: ["egg 1", "apple 1", "apple 2"]``: the room's data, as in :meth:`ALFWorldDomain.given_fields`: what the agent last saw there
-    (or the room's start), with the object put last, as :meth:`ALFWorldDomain.settled_state`
-    records it, and how many objects of the put one's type that makes. Whether the put works
-    and whether it completes the task stay the model's; without the count the distilled model
-    ended "find two" tasks at the first put (docs/results.md).
+    For example ``If the put works, fridge 1 holds two apple: ["egg 1", "apple 1", "apple 2"]``.
+    It is the room's data, as in :meth:`ALFWorldDomain.given_fields` (what the agent last saw
+    there, or the room's start), with the object put last, as
+    :meth:`ALFWorldDomain.settled_state` records it, and how many objects of the put one's type
+    that makes. Whether the put works and whether it completes the task stay the model's.
     """
     command = parse_command(action)
     if isinstance(command, ActionError) or command.verb != "put" or command.obj is None:
         return ()
-    try:
-        contents = world_of(task).contents()
-    except ConfigurationError:  # a task without a room: nothing to look up
-        return ()
-    if command.recep not in contents:
+    contents = _start_contents(task)
+    if contents is None or command.recep not in contents:
         return ()
     held = room.seen.get(command.recep, contents[command.recep])
     after = [*(o for o in held if o != command.obj), command.obj]
