@@ -16,6 +16,7 @@ from rich.console import Console
 
 from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.options import (
+    DecisiveWeightOption,
     DomainOption,
     EndWeightOption,
     LearningRateOption,
@@ -91,6 +92,7 @@ def train_command(
     ] = "qwen-0.5b",
     max_steps: OptimiserStepsOption = 200,
     end_weight: EndWeightOption = 1,
+    decisive_weight: DecisiveWeightOption = 1,
     lora_r: LoraRankOption = 16,
     lora_alpha: Annotated[int, typer.Option(min=1, help="LoRA alpha (scale alpha / r).")] = 32,
     learning_rate: LearningRateOption = 2e-4,
@@ -113,6 +115,7 @@ def train_command(
     config = TrainConfig(
         max_steps=max_steps,
         end_weight=end_weight,
+        decisive_weight=decisive_weight,
         lora_r=lora_r,
         lora_alpha=lora_alpha,
         learning_rate=learning_rate,
@@ -148,6 +151,7 @@ def distill_command(
     batch_size: Annotated[int, typer.Option(min=1, help="Examples per step.")] = 16,
     learning_rate: LearningRateOption = 3e-3,
     end_weight: EndWeightOption = 4,
+    decisive_weight: DecisiveWeightOption = 1,
     seed: Annotated[int, typer.Option(help="Seed of the data order and the initialisation.")] = 0,
     threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: torch's).")] = None,
     max_minutes: MaxMinutesOption = None,
@@ -162,6 +166,7 @@ def distill_command(
         batch_size=batch_size,
         learning_rate=learning_rate,
         end_weight=end_weight,
+        decisive_weight=decisive_weight,
         seed=seed,
         threads=threads,
         max_minutes=max_minutes,
@@ -260,6 +265,7 @@ def build_command(
         int | None,
         typer.Option(min=1, help="Times each episode end is seen a pass (default 4; distilled 2)."),
     ] = None,
+    decisive_weight: DecisiveWeightOption = 1,
     end_share: Annotated[
         str | None,
         typer.Option(
@@ -312,7 +318,7 @@ def build_command(
         ) from None
     config = BuildConfig.for_kind(
         cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
-        end_share=share, max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n,
+        decisive_weight=decisive_weight, end_share=share, max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n,
         rollouts=rollouts, seed=seed, threads=threads, remeasure_base=remeasure_base,
         remeasure=remeasure,
     )  # fmt: skip

@@ -22,6 +22,14 @@ TrainExamplesOption = Annotated[
 EndWeightOption = Annotated[
     int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
 ]
+DecisiveWeightOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Times each example appears whose action's verb ends some episodes and not others "
+        "(ALFWorld's put).",
+    ),
+]
 MaxMinutesOption = Annotated[
     float | None, typer.Option(min=0.0, help="Stop after the step that passes this much training time.")
 ]

@@ -76,6 +76,8 @@ class BuildConfig:
     from :meth:`for_kind`. ``steps`` optimiser steps (an adapter's of one example, rank
     ``lora_r``, every linear layer; a distilled model's of 16);
     ``end_weight``: how many times each episode-end example is seen per pass (see
+    :class:`~.train.TrainConfig`); ``decisive_weight``: how many times each example of a verb
+    that ends some episodes and not others is seen (ALFWorld's ``put``; see
     :class:`~.train.TrainConfig`); ``end_share``: the share of train examples that end an
     episode (see :func:`~.dataset.build_dataset`; ``None``: their natural rate); ``eval_n``
     held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
@@ -90,6 +92,7 @@ class BuildConfig:
     test_n: int | None = None
     steps: int = 100
     end_weight: int = 4
+    decisive_weight: int = 1
     end_share: float | None = None
     lora_r: int = 8
     lora_alpha: int = 16
@@ -126,7 +129,8 @@ class BuildConfig:
         return cls(**recipe)
 
     def __post_init__(self) -> None:
-        for name in ("n", "steps", "end_weight", "lora_r", "lora_alpha", "save_steps", "eval_n"):
+        for name in ("n", "steps", "end_weight", "decisive_weight", "lora_r", "lora_alpha", "save_steps",
+                     "eval_n"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.rollouts < 0:
@@ -141,10 +145,12 @@ class BuildConfig:
     def train_recipe(self) -> dict[str, Any]:
         """The fields that decide the trained model, named as in its manifest's config (other ones train it again)."""
         if self.kind == "distilled":
-            return {"max_steps": self.steps, "end_weight": self.end_weight, "learning_rate": self.learning_rate,
+            return {"max_steps": self.steps, "end_weight": self.end_weight,
+                    "decisive_weight": self.decisive_weight, "learning_rate": self.learning_rate,
                     "seed": self.seed, "size": self.size if isinstance(self.size, str) else "custom",
                     "max_minutes": self.max_minutes}  # fmt: skip
-        return {"max_steps": self.steps, "end_weight": self.end_weight, "lora_r": self.lora_r,
+        return {"max_steps": self.steps, "end_weight": self.end_weight,
+                "decisive_weight": self.decisive_weight, "lora_r": self.lora_r,
                 "lora_alpha": self.lora_alpha, "learning_rate": self.learning_rate, "seed": self.seed,
                 "max_minutes": self.max_minutes}  # fmt: skip
 
@@ -155,6 +161,7 @@ class BuildConfig:
 
             recipe = replace(
                 DEFAULT_DISTILL_CONFIG, max_steps=self.steps, end_weight=self.end_weight,
+                decisive_weight=self.decisive_weight,
                 learning_rate=self.learning_rate, save_steps=self.save_steps, seed=self.seed,
                 threads=self.threads, max_minutes=self.max_minutes,
             )  # fmt: skip

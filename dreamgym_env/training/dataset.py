@@ -52,7 +52,7 @@ from dreamgym_env.experience.prompt import (
     user_prompt,
 )
 from dreamgym_env.replay.jsonl import numbered_lines
-from dreamgym_env.types import ExperienceRequest, Task, Transition, Usage
+from dreamgym_env.types import ExperienceRequest, ParsedAction, Task, Transition, Usage
 
 if TYPE_CHECKING:
     from dreamgym_env.curriculum.chat import ChatModel
@@ -478,3 +478,24 @@ def ends_episode(row: dict[str, Any]) -> bool:
         return bool(json.loads(row["completion"][-1]["content"]).get("done"))
     except (KeyError, IndexError, TypeError, json.JSONDecodeError):
         raise DataError(f"task {row.get('task_id')!r}: the completion is not an answer message") from None
+
+
+def action_verb(row: dict[str, Any]) -> str:
+    """The verb of the example's action (``put``, ``click`` ...), as its pack parses it; ``""`` if invalid."""
+    try:
+        parsed = get_domain(row["domain"]).parse_action(row["request"]["action"])
+    except (KeyError, TypeError):
+        raise DataError(f"task {row.get('task_id')!r}: the example records no domain and action") from None
+    return parsed.verb if isinstance(parsed, ParsedAction) else ""
+
+
+def decisive_verbs(rows: Sequence[dict[str, Any]]) -> set[str]:
+    """The verbs whose examples end the episode in some rows and not in others (ALFWorld's ``put``).
+
+    Their examples hold the verdicts a model must read from the request (two mugs put, or one);
+    the rest end always or never.
+    """
+    ending: dict[str, set[bool]] = {}
+    for row in rows:
+        ending.setdefault(action_verb(row), set()).add(ends_episode(row))
+    return {verb for verb, outcomes in ending.items() if verb and len(outcomes) == 2}

@@ -36,7 +36,7 @@ from dreamgym_env.experience.trained import (
     TrainedModel,
     file_sha256,
 )
-from dreamgym_env.training.dataset import ends_episode, read_examples
+from dreamgym_env.training.dataset import action_verb, decisive_verbs, ends_episode, read_examples
 from dreamgym_env.training.export import GGUF_ADAPTER_ARCHS, gguf_architecture, write_lora_gguf
 
 CHECKPOINT_DIR: Final = "checkpoints"
@@ -60,6 +60,10 @@ class TrainConfig:
     ``end_weight``: each example whose answer ends the episode appears this many times in the
     training set. Episode ends (the only steps with a reward, in most domains) are 8-14 % of
     reference transitions, so a short run sees few of them and can learn "never done" instead.
+    ``decisive_weight``: each example whose action's verb ends the episode in some examples and
+    not in others (:func:`~.dataset.decisive_verbs`: ALFWorld's ``put``) appears this many times
+    (an episode end among them, the larger of the two weights). The verdict of such a step is
+    one token of a long answer; weighted, it is a larger share of the loss.
     """
 
     max_steps: int = 200
@@ -78,10 +82,11 @@ class TrainConfig:
     threads: int | None = None
     max_minutes: float | None = None
     end_weight: int = 1
+    decisive_weight: int = 1
 
     def __post_init__(self) -> None:
         for name in ("max_steps", "lora_r", "batch_size", "grad_accum", "max_length", "save_steps",
-                     "end_weight"):  # fmt: skip
+                     "end_weight", "decisive_weight"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.threads is not None and self.threads < 1:
@@ -196,6 +201,7 @@ class SftRun:
     losses: list[float]
     train_loss: float | None
     episode_ends: int
+    decisive_verbs: list[str]
     epochs: float
     resumed_from: str | None
     device: str
@@ -206,6 +212,7 @@ class SftRun:
             "steps": self.steps,
             "examples": examples,
             "episode_ends": self.episode_ends,
+            "decisive_verbs": self.decisive_verbs,
             "epochs": self.epochs,
             "tokens": self.tokens,
             "seconds": round(self.seconds, 1),
@@ -261,6 +268,24 @@ def check_rows(data: str | Path) -> TrainRows:
     return TrainRows(data, rows, str(next(iter(domains))), state_mode, fingerprint)
 
 
+def weighted_rows(
+    rows: list[dict[str, Any]], config: TrainConfig, decisive: set[str]
+) -> list[dict[str, Any]]:
+    """The training set, each row as many times as its weight.
+
+    A row that ends the episode weighs ``end_weight``; one whose action's verb is in
+    ``decisive`` weighs ``decisive_weight``; the larger when both, 1 otherwise.
+    """
+    weighted = []
+    for row in rows:
+        copies = max(
+            config.end_weight if ends_episode(row) else 1,
+            config.decisive_weight if action_verb(row) in decisive else 1,
+        )
+        weighted += [row] * copies
+    return weighted
+
+
 def fit_sft(
     model: Any,
     tokenizer: Any,
@@ -288,8 +313,8 @@ def fit_sft(
     if resume and last is None:
         raise ConfigurationError(f"nothing to resume: no checkpoint in {checkpoints}")
     gpu = torch.cuda.is_available()
-    ends = [row for row in rows if ends_episode(row)]
-    weighted = rows + ends * (config.end_weight - 1)
+    decisive = decisive_verbs(rows) if config.decisive_weight > 1 else set()
+    weighted = weighted_rows(rows, config, decisive)
     dataset = Dataset.from_list(
         [{"prompt": row["prompt"], "completion": row["completion"]} for row in weighted]
     )
@@ -347,7 +372,8 @@ def fit_sft(
         tokens_per_s=round((tokens - tokens_before) / seconds, 1) if seconds > 0 else None,
         losses=[entry["loss"] for entry in state.log_history if "loss" in entry],
         train_loss=float(result.training_loss) if math.isfinite(result.training_loss) else None,
-        episode_ends=len(ends),
+        episode_ends=sum(map(ends_episode, rows)),
+        decisive_verbs=sorted(decisive),
         epochs=round(state.global_step * config.batch_size * config.grad_accum / len(weighted), 2),
         resumed_from=Path(last).name if resume and last else None,
         device="cuda" if gpu else "cpu",

@@ -30,6 +30,7 @@ from dreamgym_env.experience.prompt import (
 from dreamgym_env.experience.trained import file_sha256
 from dreamgym_env.training.dataset import (
     build_dataset,
+    decisive_verbs,
     ends_episode,
     read_examples,
     reference_reasoning,
@@ -42,6 +43,7 @@ from dreamgym_env.training.train import (
     TrainConfig,
     TrainedModel,
     train_experience_model,
+    weighted_rows,
 )
 from dreamgym_env.types import Transition, Usage
 
@@ -325,3 +327,27 @@ def test_a_resumed_run_reports_the_whole_runs_seconds_and_its_own_rate(one_examp
     assert resumed.stats["tokens_per_s"] == pytest.approx(
         own_tokens / own_seconds, rel=0.25
     )  # seconds are rounded to 0.1
+
+
+def _alfworld_row(action: str, done: bool) -> dict[str, Any]:
+    answer = json.dumps({"reasoning": "r", "next_state": {}, "reward": float(done), "done": done})
+    return {"domain": "alfworld", "request": {"action": action}, "task_id": "t",
+            "completion": [{"role": "assistant", "content": answer}]}  # fmt: skip
+
+
+def test_the_verbs_that_end_some_episodes_and_not_others_are_weighted_like_episode_ends():
+    rows = [
+        _alfworld_row("put mug 1 in/on desk 1", True),
+        _alfworld_row("put mug 2 in/on desk 1", False),  # the first of two mugs
+        _alfworld_row("use desklamp 1", True),  # ends whenever it appears: not decisive
+        _alfworld_row("go to desk 1", False),
+        _alfworld_row("dance with the lamp", True),  # not an action: no verb
+        _alfworld_row("dance with the fridge", False),
+    ]
+    assert decisive_verbs(rows) == {"put"}
+    config = TrainConfig(end_weight=2, decisive_weight=5)
+    copies = [sum(kept is row for kept in weighted_rows(rows, config, {"put"})) for row in rows]
+    assert copies == [5, 5, 2, 1, 2, 1]
+    assert len(weighted_rows(rows, TrainConfig(end_weight=3), set())) == 6 + 2 * 3
+    with pytest.raises(ConfigurationError, match="decisive_weight"):
+        TrainConfig(decisive_weight=0)
