@@ -366,11 +366,15 @@ class Domain(ABC):
             "given_fields": self.given_fields(task, abstract, parsed) if task is not None else {},
         }
 
-    def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
-        """The reward the domain computes for reaching ``state`` by ``action``, where it can.
+    def rubric_reward(
+        self, task: Task, state: BaseModel, action: ParsedAction, reward: RewardMode = "outcome"
+    ) -> float | None:
+        """The reward of kind ``reward`` the domain computes for reaching ``state`` by ``action``, where it can.
 
-        ``None`` where the domain cannot score (no goal kept for the task, not a scorable state):
-        the model's reward stands. Used with ``reward_mode="rubric"``.
+        ``reward``: as the reference env's (:data:`RewardMode`): ``"outcome"`` 1 for a won task,
+        ``"score"`` its shaped score. ``None`` where the domain cannot score (no goal kept for the
+        task, not a scorable state, a kind it cannot compute from a state): the model's reward
+        stands. Used with ``reward_mode="rubric"``.
         """
         return None
 

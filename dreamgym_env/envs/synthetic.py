@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel
 
-from dreamgym_env.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, StepResult
+from dreamgym_env.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, RewardMode, StepResult
 from dreamgym_env.envs.models import env_experience_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
@@ -91,8 +91,9 @@ class DreamEnv(gym.Env[str, str]):
     Outcome reward, as in the DreamGym paper: 1 at the step where the model judges the task
     completed, else 0 (clipped to [0, 1]; the model's reward counts only at the step that ends
     the episode). With ``reward_mode="rubric"`` (structured mode) the domain scores the predicted
-    state against the task's goal where it can (``Domain.rubric_reward``; ``info["reward_source"]``
-    says which one counted); in a domain whose episodes end exactly at a win
+    state against the task's goal where it can (``Domain.rubric_reward``, of the kind ``rubric``
+    names: the reference env's ``"outcome"`` or ``"score"``; ``info["reward_source"]`` says which
+    one counted); in a domain whose episodes end exactly at a win
     (``Domain.ends_when_won``) the rubric's win also decides the episode end. An invalid action
     gives 0.
 
@@ -127,6 +128,7 @@ class DreamEnv(gym.Env[str, str]):
     | ``state_mode`` | ``"text"`` | ``"structured"``: the model answers the domain's abstract state |
     | ``**model_settings`` | | settings of the model the env builds when none is passed, e.g. ``timeout_s``, ``deadline_s``, ``base_url``, ``model`` (see ``default_experience_model``); an unknown keyword is a ``ConfigurationError`` that lists the accepted ones |
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
+    | ``rubric`` | ``"outcome"`` | what the rubric pays, as the reference env's ``reward``: ``"outcome"`` (1 for a win) or ``"score"`` (e.g. WebShop's purchase score) |
 
     ## Version History
     * v0: first release.
@@ -147,6 +149,7 @@ class DreamEnv(gym.Env[str, str]):
         max_text_length: int = 16_384,
         state_mode: StateMode = "text",
         reward_mode: RewardSource = "model",
+        rubric: RewardMode = "outcome",
         **model_settings: Any,
     ) -> None:
         self.domain = get_domain(domain)
@@ -154,6 +157,11 @@ class DreamEnv(gym.Env[str, str]):
             raise ConfigurationError(f"state_mode must be 'text' or 'structured', got {state_mode!r}")
         if reward_mode not in ("model", "rubric"):
             raise ConfigurationError(f"reward_mode must be 'model' or 'rubric', got {reward_mode!r}")
+        if rubric not in self.domain.reward_modes:
+            raise ConfigurationError(
+                f"rubric must be one of domain {self.domain.name!r}'s reward modes {self.domain.reward_modes}, "
+                f"got {rubric!r}"
+            )
         if state_mode == "structured" and self.domain.state_schema is None:
             raise ConfigurationError(
                 f"domain {self.domain.name!r} has no state schema: use state_mode='text'"
@@ -164,6 +172,7 @@ class DreamEnv(gym.Env[str, str]):
             )
         self.state_mode: StateMode = state_mode
         self.reward_mode: RewardSource = reward_mode
+        self.rubric: RewardMode = rubric
         experience_model, self._owns_model = env_experience_model(
             type(self), self.domain, experience_model, model_settings
         )
@@ -370,7 +379,7 @@ class DreamEnv(gym.Env[str, str]):
             text = self.domain.render_state(abstract)
             next_state = abstract.model_dump_json()  # canonical: equal states compare equal
             if self.reward_mode == "rubric":
-                rubric = self.domain.rubric_reward(self.task, abstract, pending.action)
+                rubric = self.domain.rubric_reward(self.task, abstract, pending.action, self.rubric)
                 if rubric is not None:
                     model_reward, reward_source = rubric, "rubric"
         terminal_action = self.domain.is_terminal_action(pending.action)

@@ -289,6 +289,7 @@ def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> gym.Env:
         state_mode=settings.state_mode,
         history_len=settings.history_len,
         reward_mode=config.synthetic_reward,
+        rubric=config.reward or "outcome",  # the rubric pays what the real env pays
     )
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, Split
+from dreamgym_env.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, RewardMode, Split
 from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
 from dreamgym_env.envs.alfworld.grammar import parse_action, parse_command
 from dreamgym_env.envs.alfworld.household import Household
@@ -263,11 +263,17 @@ class ALFWorldDomain(Domain):
             }
         )
 
-    def rubric_reward(self, task: Task, state: Any, action: ParsedAction) -> float | None:
+    def rubric_reward(
+        self, task: Task, state: Any, action: ParsedAction, reward: RewardMode = "outcome"
+    ) -> float | None:
         """1.0 when the state shows the task's goal met (:func:`~dreamgym_env.envs.alfworld.goal.state_satisfies`), else 0.0.
 
-        ``None`` when the task has no goal (a free instruction in none of ALFWorld's phrasings).
+        ``None`` when the task has no goal (a free instruction in none of ALFWorld's phrasings),
+        and for ``reward="score"``: the reference env pays that score step by step, as the share
+        of the goal's conditions its house meets, which the state does not hold.
         """
+        if reward == "score":
+            return None
         try:
             goal = Goal.of_task(task)
         except ConfigurationError:

@@ -287,8 +287,10 @@ class WebShopDomain(Domain):
             return catalog_lines(state_of_text(state, catalog), parsed, catalog)
         return ()
 
-    def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
-        """1.0 when the purchase a ``done`` state shows wins the task's goal, else 0.0.
+    def rubric_reward(
+        self, task: Task, state: BaseModel, action: ParsedAction, reward: RewardMode = "outcome"
+    ) -> float | None:
+        """The purchase score of a ``done`` state (``reward="score"``), or 1.0 when it wins the task's goal, else 0.0.
 
         The reference env's purchase score (:func:`~dreamgym_env.envs.webshop.state.score_state`:
         WebShop's ``get_reward`` over the item's title, type, attributes, features, description,
@@ -305,7 +307,9 @@ class WebShopDomain(Domain):
         except ConfigurationError:
             return None
         score = score_state(shop_state, goal)
-        return None if score is None else float(score.won)
+        if score is None:
+            return None
+        return score.value if reward == "score" else float(score.won)
 
 
 def _catalog_of(task: Task) -> Catalog:

@@ -14,6 +14,8 @@ from pydantic import ValidationError
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import iter_episodes
 from dreamgym_env.domain import Policy
+from dreamgym_env.envs.oracle import OracleExperienceModel
+from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.domain import WebShopDomain
 from dreamgym_env.envs.webshop.goal import Goal
 from dreamgym_env.envs.webshop.pages import Page
@@ -327,13 +329,17 @@ def test_rubric_scores_the_state_not_the_catalog():
 
 
 def purchases(seen: list[tuple[str, dict[str, Any]]]) -> list[tuple[float | None, bool, float, float]]:
-    """(rubric reward, env's won, env's score, the state's score) of every purchase."""
+    """(rubric reward, env's won, env's score, the state's score) of every purchase.
+
+    The rubric's score (``reward="score"``) is checked against the state's on the way.
+    """
     out = []
     for _, info in seen:
         state = info["abstract_state"]
         if info.get("action_valid") and state.kind == "done":
             score = score_state(state, Goal.of_task(info["task"]))
             assert score is not None
+            assert DOMAIN.rubric_reward(info["task"], state, BUY, "score") == score.value
             out.append(
                 (DOMAIN.rubric_reward(info["task"], state, BUY), info["won"], info["score"], score.value)
             )
@@ -375,3 +381,26 @@ def test_an_item_page_without_its_item_fails_the_json_schema_so_the_backend_reas
     }
     with pytest.raises(OutputParseError, match="'item' is a required property"):
         parse_transition(json.dumps(answer), None, domain.state_json_schema)
+
+
+def test_the_synthetic_env_pays_the_kind_of_rubric_reward_the_reference_env_pays():
+    """Oracle transitions, rubric ``score``: every episode's reward is the score-mode reference env's."""
+    model = OracleExperienceModel(DOMAIN)
+    synthetic = DreamEnv(DOMAIN, model, max_steps=15, state_mode="structured", reward_mode="rubric", rubric="score")
+    reference = DOMAIN.make_reference_env(split="train", max_steps=15, reward="score")
+    policy = make_policy("noisy", DOMAIN, seed=0, epsilon=0.5)  # purchases of partly fitting items
+    partial = 0
+    for task in DOMAIN.tasks("train")[:12]:
+        observation, info = synthetic.reset(options={"task": task})
+        reference.reset(options={"task": task})
+        done = False
+        while not done:
+            action = policy(observation, info)
+            observation, reward, terminated, truncated, info = synthetic.step(action)
+            _, real_reward, real_terminated, _, _ = reference.step(action)
+            assert (reward, terminated) == (real_reward, real_terminated)
+            done = terminated or truncated
+        partial += terminated and 0 < reward < 1 and info["reward_source"] == "rubric"
+    assert partial > 0
+    with pytest.raises(ConfigurationError, match="rubric must be one of"):
+        DreamEnv(DOMAIN, model, state_mode="structured", reward_mode="rubric", rubric="points")  # type: ignore[arg-type]
