@@ -108,6 +108,11 @@ class TrainedModel:
         return "distilled" if self.base == DISTILLED_BASE else "adapter"
 
     @property
+    def rebuild_command(self) -> str:
+        """The command that rebuilt this model as it is (its recipe's flags), or its kind's default recipe."""
+        return str(self.config.get("build_command") or rebuild_command(self.domain, self.kind))
+
+    @property
     def adapter_dir(self) -> Path:
         return self.directory / ADAPTER_DIR
 
@@ -199,7 +204,7 @@ class TrainedModel:
         reason = self.staleness(pack, state_mode)
         if reason is not None:
             warnings.warn(
-                f"{self.directory}: a stale experience model: {reason}. Rebuild it: {rebuild_command(self.domain, self.kind)}",
+                f"{self.directory}: a stale experience model: {reason}. Rebuild it: {self.rebuild_command}",
                 StaleModelWarning,
                 stacklevel=3,
             )

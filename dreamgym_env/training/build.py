@@ -138,6 +138,20 @@ class BuildConfig:
         if self.end_share is not None and not 0.0 <= self.end_share <= 1.0:
             raise ConfigurationError(f"end_share must be in [0, 1], got {self.end_share}")
 
+    def command(self, domain: str) -> str:
+        """The ``dreamgym experience build`` command of this recipe: the flags that differ from its kind's."""
+        default = BuildConfig.for_kind(self.kind)
+        flags = {"n": "--n", "steps": "--steps", "end_weight": "--end-weight",
+                 "decisive_weight": "--decisive-weight", "end_share": "--end-share",
+                 "max_minutes": "--max-minutes", "lora_r": "--lora-r", "eval_n": "--eval-n",
+                 "rollouts": "--rollouts", "seed": "--seed"}  # fmt: skip
+        words = [rebuild_command(domain, self.kind)]
+        for name, flag in flags.items():
+            value = getattr(self, name)
+            if value != getattr(default, name):
+                words.append(f"{flag} {'natural' if value is None else f'{value:g}'}")
+        return " ".join(words)
+
     def data_recipe(self) -> dict[str, Any]:
         """The fields that decide the data (other values write it again)."""
         return {"n": self.n, "test_n": self.test_n, "seed": self.seed, "end_share": self.end_share}
@@ -307,6 +321,12 @@ def _summary(report: dict[str, Any]) -> dict[str, Any]:
     return {key: report.get(key) for key in keys}
 
 
+def _decisive_text(shipped: TrainedModel) -> str:
+    verbs = shipped.stats.get("decisive_verbs")
+    weight = shipped.config.get("decisive_weight", 1)
+    return f"; those of {', '.join(verbs)} weighted {weight}x" if verbs and weight > 1 else ""
+
+
 def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) -> None:
     """The pack model's report: what it was trained on, its held-out table and its rollouts."""
     trained, base = evaluation.get("trained", {}), evaluation.get("base", {})
@@ -330,10 +350,11 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         f"# The {shipped.domain} pack's trained experience model ({shipped.kind})",
         "",
         what + f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
-        f"({shipped.stats.get('episode_ends')} of them end an episode, weighted {shipped.config.get('end_weight', 1)}x) "
+        f"({shipped.stats.get('episode_ends')} of them end an episode, weighted {shipped.config.get('end_weight', 1)}x"
+        f"{_decisive_text(shipped)}) "
         f"({shipped.stats.get('seconds', 0) / 60:.0f} min, {shipped.stats.get('tokens_per_s')} tokens/s, "
         f"{shipped.stats.get('device')}). Prompt fingerprint `{shipped.prompt_fingerprint}` "
-        f"({shipped.state_mode} states). Rebuild: `{rebuild_command(shipped.domain, shipped.kind)}`.",
+        f"({shipped.state_mode} states). Rebuild: `{shipped.rebuild_command}`.",
         "",
         f"Data: {json.dumps(shipped.data.get('examples'))}, {shipped.data.get('train_tasks')} train tasks, "
         f"{shipped.data.get('test_tasks')} test tasks (no task in both), reasoning from "
@@ -513,6 +534,8 @@ def build_pack_model(
             exported = export_distilled_model(trained, data, target)
         else:
             exported = export_pack_model(trained, data, target)
+        exported = replace(exported, config={**exported.config, "build_command": config.command(pack.name)})
+        exported.save()
         base_measured = _base_measurement(earlier) if earlier is not None else None
         if earlier is not None and base_measured is not None:  # the base's numbers outlive its adapter
             kept = {"base": earlier.evaluation["base"], "base_measurement": base_measured,

@@ -65,9 +65,8 @@ def test_a_shipped_distilled_model_is_current_and_measured_on_its_file(name):
     pack = get_domain(name)
     distilled = _distilled(name)
     assert distilled is not None and distilled.domain == name and distilled.base == "distilled"
-    assert distilled.staleness(pack) is None, (
-        f"rebuild it: dreamgym experience build --domain {name} --kind distilled"
-    )
+    assert distilled.staleness(pack) is None, f"rebuild it: {distilled.rebuild_command}"
+    assert distilled.rebuild_command.startswith(f"dreamgym experience build --domain {name} --kind distilled")
     assert distilled.model_gguf is not None and distilled.model_gguf.stat().st_size < MAX_DISTILLED_MB * 1e6
     assert distilled.evaluation["model_sha256"] == distilled.model_sha256 == file_sha256(distilled.model_gguf)
     assert distilled.evaluation["n"] >= 100 and distilled.system_prompt is False

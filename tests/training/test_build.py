@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -245,7 +246,9 @@ def test_a_distilled_build_installs_its_gguf_measures_it_and_names_its_rebuild(t
     assert shipped.evaluation["n"] == 4 and calls == [[config.base, str(pack)]]
     assert shipped.staleness(WEBSHOP) is None and shipped.system_prompt is False
     report = (pack / REPORT_NAME).read_text()
-    assert "Distilled model" in report and "dreamgym experience build --domain webshop --kind distilled" in report
+    assert shipped.rebuild_command == config.command("webshop")
+    assert "--n 6 --steps 2" in shipped.rebuild_command  # its own recipe, not the kind's default
+    assert "Distilled model" in report and f"Rebuild: `{shipped.rebuild_command}`" in report
     again = build_pack_model("webshop", tmp_path / "work", config, install=pack, stages=("train", "eval"))
     assert again.model_sha256 == shipped.model_sha256 and len(calls) == 1  # current: neither trained nor measured again
 
@@ -313,3 +316,32 @@ def test_an_adapter_build_passes_its_time_limit_to_the_training(monkeypatch, tmp
     assert config.train(tmp_path / "sft.jsonl", tmp_path / "model", resume=False, progress=False) == "trained"
     assert seen == {"max_minutes": 12.5, "max_steps": 70}
     assert config.train_recipe()["max_minutes"] == 12.5  # another limit trains it again
+
+
+@pytest.mark.parametrize(
+    ("kind", "overrides", "flags"),
+    [
+        ("adapter", {}, ""),
+        ("distilled", {"n": 8000, "decisive_weight": 6, "end_share": None, "max_minutes": 45.0},
+         " --n 8000 --decisive-weight 6 --end-share natural --max-minutes 45"),
+    ],
+)  # fmt: skip
+def test_the_recorded_build_command_builds_the_same_recipe(kind, overrides, flags, monkeypatch):
+    from typer.testing import CliRunner
+
+    from dreamgym_env.cli import app
+
+    config = replace(BuildConfig.for_kind(kind), **overrides)
+    command = config.command("alfworld")
+    assert command == f"dreamgym experience build --domain alfworld --kind {kind}{flags}"
+    seen: list[BuildConfig] = []
+
+    def build(pack, work, config, *, install, stages):
+        seen.append(config)
+        return TrainedModel(directory=Path("."), base="distilled", base_gguf=None, adapter_gguf=None,
+                            domain="alfworld", train_task_ids=frozenset(), config={})  # fmt: skip
+
+    monkeypatch.setattr("dreamgym_env.training.build.build_pack_model", build)
+    result = CliRunner().invoke(app, command.split()[1:])
+    assert result.exit_code == 0, result.output
+    assert seen == [config]
