@@ -52,7 +52,7 @@ def sim2real_command(
         str,
         typer.Option(
             help="Reward of the synthetic env: 'model' (the experience model's) or 'rubric' (the domain's "
-            "score of the model's predicted state; structured states)."
+            "reward of the model's predicted state, of the real env's kind, --reward; structured states)."
         ),
     ] = "model",
     eval_tasks: Annotated[int, typer.Option(help="Test-split tasks every agent is evaluated on.")] = 500,

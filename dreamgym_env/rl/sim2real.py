@@ -81,8 +81,9 @@ class Sim2RealConfig:
     choice), or any name the envs take (``"local:<trained or distilled directory>"``,
     ``"endpoint:<model>"``); a trained model's synthetic env speaks the state mode it learned
     (:func:`synthetic_settings`); ``error_rates`` apply to the oracle only. ``synthetic_reward``:
-    ``"model"`` (the experience model's reward) or ``"rubric"`` (the domain's score of the
-    model's predicted state, structured synthetic states only; see ``DreamEnv(reward_mode=)``). ``reward``: ``"score"`` trains on the
+    ``"model"`` (the experience model's reward) or ``"rubric"`` (the domain's reward of the
+    model's predicted state, of the kind ``reward`` names, as the real env pays it; structured
+    synthetic states only; see ``DreamEnv(reward_mode=, rubric=)``). ``reward``: ``"score"`` trains on the
     domain's shaped score (where its reference env has one, ``Domain.reward_modes``),
     ``"outcome"`` on 1 for a completed task; ``None`` takes the score where the domain has one
     and its reference env pays it at the episode's end (:func:`score_paid_at_end`: the
