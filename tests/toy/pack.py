@@ -390,10 +390,15 @@ class ToyDomain(Domain):
     def initial_abstract_state(self, task: Task) -> ToyState:
         return toy_state_of(task.initial_state)
 
-    def rubric_reward(self, task: Task, state: BaseModel, action: ParsedAction) -> float | None:
-        """1 when the claimed item is the task's treasure (the instruction names it)."""
+    def rubric_reward(
+        self, task: Task, state: BaseModel, action: ParsedAction, reward: RewardMode = "outcome"
+    ) -> float | None:
+        """1 when the claimed item is the task's treasure (the instruction names it); a decoy scores 0.5."""
         claimed = getattr(state, "claimed", None)
-        return None if claimed is None else float(claimed == goal_of(task).treasure)
+        if claimed is None:
+            return None
+        won = claimed == goal_of(task).treasure
+        return 1.0 if won else (0.5 if reward == "score" else 0.0)
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)
