@@ -647,34 +647,51 @@ def plot(report: Sim2RealReport, path: Path) -> Path:
         ylim=(0, 1),
     )
     left.legend(fontsize=7)
+    if any(run.error_rate is not None for run in report.runs):
+        _success_by_error_rate(right, report.runs)
+    else:
+        _success_by_method(right, report.runs, report.config.eval_tasks)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _success_by_error_rate(axes: Any, runs: list[RunResult]) -> None:
+    """The oracle's runs: test success against the error rate, the baselines as lines."""
     for method, style, more in (("DreamGym-PPO", "o-", ""), ("DreamGym-S2R-PPO", "s--", "+")):
-        runs = [r for r in report.runs if r.method == method and r.error_rate is not None]
-        if runs:  # DreamGym-PPO's real steps are 0, S2R's come after its synthetic ones
-            right.plot(
-                [r.error_rate for r in runs],
-                [100 * r.success for r in runs],
+        points = [r for r in runs if r.method == method and r.error_rate is not None]
+        if points:  # DreamGym-PPO's real steps are 0, S2R's come after its synthetic ones
+            axes.plot(
+                [r.error_rate for r in points],
+                [100 * r.success for r in points],
                 style,
-                label=f"{method} ({more}{runs[0].real_steps:,} real steps)",
+                label=f"{method} ({more}{points[0].real_steps:,} real steps)",
             )
-    for run in report.runs:
+    for run in runs:
         if run.method in ("PPO (real env)", "Random policy"):
-            right.axhline(
+            axes.axhline(
                 100 * run.success,
                 linestyle=":",
                 color="grey" if run.method == "Random policy" else "k",
                 label=f"{run.method} ({run.real_steps:,} real steps)",
             )
-    right.set(
+    axes.set(
         xlabel="experience-model error rate",
         ylabel="test success (%)",
         title="Success vs model fidelity",
         ylim=(0, 100),
     )
-    right.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    axes.legend(fontsize=7)
+
+
+def _success_by_method(axes: Any, runs: list[RunResult], tasks: int) -> None:
+    """A learned model's runs (no error rate): one bar of test success a method."""
+    labels = [f"{run.method}\n{run.real_steps:,} real steps" for run in runs]
+    bars = axes.bar(range(len(runs)), [100 * run.success for run in runs], color="tab:blue")
+    axes.bar_label(bars, fmt="%.1f", fontsize=8)
+    axes.set_xticks(range(len(runs)), labels, fontsize=7)
+    axes.set(ylabel="test success (%)", title=f"Test success ({tasks} reference test tasks)", ylim=(0, 100))
 
 
 def parse_error_rates(text: str) -> tuple[float, ...]:

@@ -11,12 +11,15 @@ pytest.importorskip("matplotlib", reason="needs the extra that ships matplotlib"
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.rl.sim2real import (
+    RunResult,
     Sim2RealConfig,
+    Sim2RealReport,
     SyntheticSettings,
     _synthetic_env,
     choose_max_actions,
     make_experience_model,
     parse_error_rates,
+    plot,
     random_baseline,
     run_sim2real,
     score_paid_at_end,
@@ -148,3 +151,23 @@ def test_the_synthetic_env_can_pay_the_domains_rubric_of_the_models_own_state(sc
         Sim2RealConfig(domain="webshop", model="oracle", synthetic_reward="rubric")  # text states
     with pytest.raises(ConfigurationError, match="'model' or 'rubric'"):
         Sim2RealConfig(domain="webshop", synthetic_reward="oracle")  # type: ignore[arg-type]
+
+
+def test_a_learned_models_plot_shows_each_methods_test_success(tmp_path, monkeypatch):
+    """No error rate to plot against: the right panel is one bar a method, its height the test success."""
+    import matplotlib.pyplot as plt
+
+    runs = [
+        RunResult("PPO (real env)", "-", None, 30_000, 0, 0.608, 500, curve_steps=[1, 2], curve_success=[0.0, 0.5]),
+        RunResult("DreamGym-PPO", "local:distilled", None, 0, 30_208, 0.614, 500, curve_steps=[1], curve_success=[0.1]),
+        RunResult("Random policy", "-", None, 0, 0, 0.008, 500),
+    ]  # fmt: skip
+    report = Sim2RealReport(Sim2RealConfig("webshop", model="local", eval_tasks=500), runs, seconds=1.0)
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at
+    path = plot(report, tmp_path / "curves.png")
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    right = figures[0].axes[1]
+    assert [round(bar.get_height(), 1) for bar in right.patches] == [60.8, 61.4, 0.8]
+    assert right.get_title() == "Test success (500 reference test tasks)"
+    assert [label.get_text().split("\n")[0] for label in right.get_xticklabels()] == [r.method for r in runs]
