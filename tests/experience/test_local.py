@@ -472,3 +472,16 @@ def test_a_rule_on_an_enumerated_field_becomes_alternatives_the_grammar_follows(
     assert grammar.is_valid({"kind": "item", "instruction": "i", "item": item})
     assert grammar.is_valid({"kind": "results", "instruction": "i", "results": []})
     assert "allOf" not in json.dumps(grammar_schema(schema))
+
+
+def test_the_runtime_bounds_llama_cpps_host_prompt_cache(monkeypatch, tmp_path):
+    """llama.cpp's own bound (8 GiB) let a long run's process grow by ~0.8 MB a request."""
+    xllamacpp = pytest.importorskip("xllamacpp")
+    given = []
+    monkeypatch.setattr(xllamacpp, "Server", given.append)
+    local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1))
+    local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1, cache_ram_mib=0))
+    assert [params.cache_ram_mib for params in given] == [local.DEFAULT_CACHE_RAM_MIB, 0]
+    assert xllamacpp.CommonParams().cache_ram_mib > local.DEFAULT_CACHE_RAM_MIB
+    with pytest.raises(ConfigurationError, match="cache_ram_mib must be >= 0"):
+        LocalSettings(cache_ram_mib=-1)
