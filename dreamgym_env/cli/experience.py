@@ -319,8 +319,8 @@ def build_command(
     config = BuildConfig.for_kind(
         cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
         decisive_weight=decisive_weight, end_share=share, max_minutes=max_minutes, lora_r=lora_r,
-        lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts, seed=seed, threads=threads, remeasure_base=remeasure_base,
-        remeasure=remeasure,
+        lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts, seed=seed, threads=threads,
+        remeasure_base=remeasure_base, remeasure=remeasure,
     )  # fmt: skip
     if natural:
         config = dataclasses.replace(config, end_share=None)

@@ -26,8 +26,8 @@ DecisiveWeightOption = Annotated[
     int,
     typer.Option(
         min=1,
-        help="Times each example appears whose action's verb ends some episodes and not others "
-        "(ALFWorld's put).",
+        help="Times each example appears whose action's verb ends the episode in some examples and "
+        "not in others (the verbs are found in the data).",
     ),
 ]
 MaxMinutesOption = Annotated[

@@ -280,7 +280,7 @@ def weighted_rows(
     for row in rows:
         copies = max(
             config.end_weight if ends_episode(row) else 1,
-            config.decisive_weight if action_verb(row) in decisive else 1,
+            config.decisive_weight if decisive and action_verb(row) in decisive else 1,
         )
         weighted += [row] * copies
     return weighted
