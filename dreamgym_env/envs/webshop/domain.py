@@ -275,17 +275,19 @@ class WebShopDomain(Domain):
         """In text mode, :meth:`given_fields`' facts as lines for the model to copy (:func:`~dreamgym_env.envs.webshop.state.catalog_lines`).
 
         ``state`` is a page's text; a search needs none, a click from a page the catalog does not
-        know gets none. In structured mode (a state's JSON) the facts are given fields: no lines.
+        know gets none. In structured mode (a state's JSON) the facts are given fields, and the
+        one line is what WebShop's scoring finds in a [Buy Now] from an item page
+        (:func:`_purchase_line`).
         """
         parsed = self.parse_action(action)
         if isinstance(parsed, ActionError):
             return ()
         try:
-            WebShopState.model_validate_json(state)
+            shop_state = WebShopState.model_validate_json(state)
         except ValueError:
             catalog = _catalog_of(task)
             return catalog_lines(state_of_text(state, catalog), parsed, catalog)
-        return ()
+        return _purchase_line(task, shop_state) if self.is_terminal_action(parsed) else ()
 
     def rubric_reward(
         self, task: Task, state: BaseModel, action: ParsedAction, reward: RewardMode = "outcome"
@@ -310,6 +312,36 @@ class WebShopDomain(Domain):
         if score is None:
             return None
         return score.value if reward == "score" else float(score.won)
+
+
+def _purchase_line(task: Task, state: WebShopState) -> tuple[str, ...]:
+    """What WebShop's scoring finds in buying ``state``'s item with its selection, part by part.
+
+    For example ``If bought, WebShop's scoring finds: product type 1 (of 1); requested
+    attributes 1 of 2 (non slip bottom); requested options 2 of 2; price within the bound: yes``.
+    The item's hidden facts (its bullet points and description) and the goal's fuzzy matches
+    are the shop's data, as the catalogue's pages are (:meth:`WebShopDomain.given_fields`);
+    whether the purchase completes the task, its reward and the episode's end stay the model's.
+    None off an item page or for a task without a goal.
+    """
+    from dreamgym_env.envs.webshop.goal import Goal
+
+    if state.kind != "item" or "goal" not in task.metadata:
+        return ()
+    try:
+        goal = Goal.of_task(task)
+    except ConfigurationError:
+        return ()
+    score = score_state(state.model_copy(update={"kind": "done"}), goal)
+    if score is None:
+        return ()
+    found = f" ({', '.join(score.matched_attributes)})" if score.matched_attributes else ""
+    return (
+        f"If bought, WebShop's scoring finds: product type {score.type_factor:g} (of 1); "
+        f"requested attributes {len(score.matched_attributes)} of {len(goal.attributes)}{found}; "
+        f"requested options {len(score.matched_options)} of {len(goal.options)}; "
+        f"price within the bound: {'yes' if score.price_ok else 'no'}",
+    )
 
 
 def _catalog_of(task: Task) -> Catalog:

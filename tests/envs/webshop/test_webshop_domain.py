@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 from dreamgym_env.envs.registry import get_domain
@@ -58,7 +59,8 @@ def test_the_given_fields_are_the_next_states_catalog_fields_on_reference_episod
     for policy in ("expert", "noisy", "random"):
         for transition in policy_transitions(domain, "test", policy, 60, seed=3):
             request, after = transition.request, json.loads(transition.truth.next_state)
-            assert request.world == []  # structured: looked up, not shown
+            # structured: looked up, not shown (a purchase shows its scoring's findings)
+            assert len(request.world) == domain.is_terminal_action(domain.parse_action(request.action))
             for name, value in request.given_fields.items():
                 assert after[name] == value, (request.action, name)
                 given[name] = given.get(name, 0) + 1
@@ -122,3 +124,40 @@ def test_a_structured_request_asked_in_text_mode_shows_the_given_fields_as_lines
     text = text_request(domain, transition.request)
     assert text.given_fields == {} and text.state_schema is None
     assert dict(map(_field, text.world)) == transition.request.given_fields
+
+
+_PURCHASE_LINE = re.compile(
+    r"product type (\S+) \(of 1\); requested attributes (\d+) of (\d+).*; "
+    r"requested options (\d+) of (\d+); price within the bound: (yes|no)$"
+)
+
+
+def _complete(line: str) -> bool:
+    """Whether a purchase line finds every part of the goal (type 1, all attributes and options, price)."""
+    match = _PURCHASE_LINE.search(line)
+    assert match is not None, line
+    kind, attributes, wanted_attributes, options, wanted_options, price = match.groups()
+    return kind == "1" and attributes == wanted_attributes and options == wanted_options and price == "yes"
+
+
+def test_a_structured_purchase_request_shows_what_webshops_scoring_finds():
+    domain = get_domain("webshop")
+    purchases = [
+        transition
+        for policy in ("expert", "noisy", "random")
+        for transition in policy_transitions(domain, "test", policy, 600, seed=5)
+        if domain.is_terminal_action(domain.parse_action(transition.request.action))
+    ]
+    assert len(purchases) > 30
+    for transition in purchases:
+        request = transition.request
+        (line,) = domain.world_lines(request.task, request.state, request.action)
+        assert line.startswith("If bought, WebShop's scoring finds: product type ")
+        # the parts are the reference env's: every part found exactly when the purchase wins
+        assert _complete(line) == (transition.truth.reward == 1.0), line
+    assert {transition.truth.reward for transition in purchases} == {0.0, 1.0}
+    # Off [Buy Now], and on a task without a goal, no line.
+    request = purchases[0].request
+    assert domain.world_lines(request.task, request.state, "click[< Prev]") == ()
+    free = domain.make_task(request.task.instruction)
+    assert domain.world_lines(free, request.state, request.action) == ()
