@@ -128,7 +128,7 @@ def test_a_structured_request_asked_in_text_mode_shows_the_given_fields_as_lines
 
 _PURCHASE_LINE = re.compile(
     r"product type (\S+) \(of 1\); requested attributes (\d+) of (\d+).*; "
-    r"requested options (\d+) of (\d+); price within the bound: (yes|no)$"
+    r"requested options (\d+) of (\d+); price within the bound: (yes|no); short of the goal: (.*)$"
 )
 
 
@@ -136,8 +136,10 @@ def _complete(line: str) -> bool:
     """Whether a purchase line finds every part of the goal (type 1, all attributes and options, price)."""
     match = _PURCHASE_LINE.search(line)
     assert match is not None, line
-    kind, attributes, wanted_attributes, options, wanted_options, price = match.groups()
-    return kind == "1" and attributes == wanted_attributes and options == wanted_options and price == "yes"
+    kind, attributes, wanted_attributes, options, wanted_options, price, short = match.groups()
+    complete = kind == "1" and attributes == wanted_attributes and options == wanted_options and price == "yes"
+    assert (short == "none") == complete, line
+    return complete
 
 
 def test_a_structured_purchase_request_shows_what_webshops_scoring_finds():
