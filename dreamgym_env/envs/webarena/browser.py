@@ -178,6 +178,21 @@ class Browser:
     def _changed(self) -> None:
         self._view = None
 
+    def set_view(
+        self,
+        *,
+        message: str = "",
+        scroll: int = 0,
+        values: dict[str, str] | None = None,
+        focus: str | None = None,
+        expanded: set[str] | None = None,
+    ) -> None:
+        """Show the current page as a tab left it: its message, scroll, typed values, focus and open comboboxes."""
+        tab = self.tab
+        tab.message, tab.scroll, tab.focus = message, scroll, focus
+        tab.values, tab.expanded = dict(values or {}), set(expanded or ())
+        self._changed()
+
     # -- navigation ----------------------------------------------------------------------------
     def navigate(self, url: str, message: str = "") -> None:
         """Open ``url`` in the current tab (a new history entry unless it is the current URL)."""

@@ -9,6 +9,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from dreamgym_env.domain import (
     ACTION_SLOT,
     ActionError,
@@ -19,6 +21,7 @@ from dreamgym_env.domain import (
     Split,
 )
 from dreamgym_env.envs.tasksets import free_task_id
+from dreamgym_env.envs.webarena.given import next_page_fields, stop_line
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
@@ -185,6 +188,31 @@ class WebArenaDomain(Domain):
             initial_state=start_page(site),
             metadata={"site": site, "start_url": World(load_data()).home(site)},
         )
+
+    def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
+        """The whole next page when the current one is the sites' seeded page (:func:`~dreamgym_env.envs.webarena.given.next_page_fields`).
+
+        A model cannot know the elements of a page it has not seen: a link, a scroll, a ``goto``,
+        typing or a button on a page the seeded data shows opens what the programmatic sites
+        open. A page an episode's change shows, and the tab history's actions, get nothing; the
+        reward and the episode's end stay the model's.
+        """
+        page = state if isinstance(state, WebArenaState) else WebArenaState.model_validate(state.model_dump())
+        return next_page_fields(task, page, action.text)
+
+    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
+        """At ``stop [answer]``, what WebArena's evaluators find (:func:`~dreamgym_env.envs.webarena.given.stop_line`); else none.
+
+        ``state`` is the request's state: a page's JSON in structured mode, else its text.
+        """
+        command = parse_command(action)
+        if isinstance(command, ActionError) or command.verb != "stop":
+            return ()
+        try:
+            page = WebArenaState.model_validate_json(state)
+        except ValueError:
+            page = parse_state(state)
+        return stop_line(task, page, command.text)
 
     def make_reference_env(self, **kwargs: Any) -> WebArenaRefEnv:
         """The programmatic sites (see :class:`~dreamgym_env.envs.webarena.reference_env.WebArenaRefEnv`)."""

@@ -1,0 +1,205 @@
+"""What the sites' seeded data fixes for a request of the synthetic env: the next page, the evaluator's checks.
+
+A page's state does not hold the sites' state (what an episode changed), so the synthetic env
+cannot always know the page an action opens. It can when the current page is exactly the page
+the sites' seeded data shows at its URL (:func:`browser_at`): then a link, a scroll, a ``goto``,
+typing or a button opens what the programmatic sites open (:func:`next_page_fields`). A page an
+episode's change shows (a cart with an item, an order's new status) differs from the seeded
+one and gets nothing: the model writes it. Whether a change worked, the reward and the
+episode's end stay the model's.
+
+At ``stop [answer]`` :func:`stop_line` shows what WebArena's evaluators check that the
+request itself decides: the answer against the reference answers, the URL against the
+reference URL, the page's text against the required contents. A check of the sites' data
+(``program_state``) is named, not decided: the episode's changes are not in one page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from dreamgym_env.domain import ActionError
+from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
+from dreamgym_env.envs.webarena.evaluators import OR, exact_match, must_include, url_match
+from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_command
+from dreamgym_env.envs.webarena.sites.base import NotFound
+from dreamgym_env.envs.webarena.state import Element, WebArenaState
+from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, World, load_data
+from dreamgym_env.types import Task
+
+PAGE_VERBS: Final = frozenset({"click", "type", "hover", "press", "scroll", "goto", "stop"})
+"""Actions whose next page the current one and the seeded data decide (not the tab history's)."""
+
+
+def _shown(browser: Browser) -> list[Element]:
+    return [
+        Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
+        for e in browser.visible()
+    ]
+
+
+def _field_of(browser: Browser, element_id: int) -> str | None:
+    return next((e.node.field for e in browser.elements() if e.id == element_id and e.role != "option"), None)
+
+
+def browser_at(task: Task, state: WebArenaState) -> Browser | None:
+    """A browser on the seeded sites showing exactly ``state``'s page, or ``None`` when no such page is there.
+
+    The tab's message, scroll, typed values, focus and open comboboxes are read back from the
+    visible elements; the page must then show the same elements with the same properties.
+    """
+    if state.message:
+        return None
+    world = World(load_data(task.metadata.get("data_seed", DEFAULT_DATA_SEED)))
+    try:
+        browser = Browser(world, state.url)
+    except NotFound:
+        return None
+    shown = state.elements
+    if len(shown) < 1 or shown[0].role != "RootWebArea":
+        return None
+    top = shown[1:3]
+    alert = len(top) == 2 and top[0].id == 2 and top[0].role == "alert" and top[1].role == "StaticText"
+    message = top[1].name if alert else ""
+    expanded: set[str] = set()
+    browser.set_view(message=message)
+    # an open combobox lists its options after it, so each one opened renumbers what follows
+    for element in shown[1:]:
+        if element.role == "combobox" and element.properties.get("expanded") is True:
+            field = _field_of(browser, element.id)
+            if field is None:
+                return None
+            expanded.add(field)
+            browser.set_view(message=message, expanded=expanded)
+    fields = {
+        e.id: e.node.field for e in browser.elements() if e.node.field is not None and e.role != "option"
+    }
+    values = {
+        fields[e.id]: str(e.properties["value"]) for e in shown if "value" in e.properties and e.id in fields
+    }
+    focus = next((fields.get(e.id) for e in shown[1:] if e.properties.get("focused") is True), None)
+    scroll = shown[1].id - 2 if len(shown) > 1 else 0
+    browser.set_view(message=message, scroll=scroll, values=values, focus=focus, expanded=expanded)
+    same = (
+        _shown(browser) == shown
+        and browser.more_above == state.more_above
+        and browser.more_below == state.more_below
+    )
+    return browser if same else None
+
+
+def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str, Any]:
+    """The whole next page of ``action`` on ``state``'s page as the seeded sites show it, or ``{}``.
+
+    Empty when the current page is not the seeded one (:func:`browser_at`), for an action the tab
+    history or the other tabs decide (``go_back``, ``new_tab``, ...) and for one the sites refuse.
+    """
+    command = parse_command(action)
+    if isinstance(command, ActionError) or command.verb not in PAGE_VERBS:
+        return {}
+    browser = browser_at(task, state)
+    if browser is None:
+        return {}
+    if command.verb != "stop":
+        try:
+            browser.act(command)
+        except ActionFailed:
+            return {}
+    title = browser.elements()[0].name
+    tabs = list(state.tabs)
+    if 0 <= state.active_tab < len(tabs):
+        tabs[state.active_tab] = title
+    return {
+        "url": browser.url,
+        "title": title,
+        "tabs": tabs,
+        "active_tab": state.active_tab,
+        "elements": [e.model_dump() for e in _shown(browser)],
+        "more_above": browser.more_above,
+        "more_below": browser.more_below,
+        "message": "",
+    }
+
+
+def _page_text(task: Task, state: WebArenaState) -> Callable[[str], str]:
+    """The text ``program_html`` reads: the whole seeded page when ``state`` is one, else the state's own elements."""
+    browser = browser_at(task, state)
+    elements = browser.elements() if browser is not None else state.elements
+
+    def text(url: str) -> str:
+        if url != "last":
+            url_browser = Browser(World(load_data(task.metadata.get("data_seed", DEFAULT_DATA_SEED))), url)
+            return text_of(url_browser.elements())
+        return text_of(elements)
+
+    return text
+
+
+def text_of(elements: Any) -> str:
+    """A page's content as a locator ``""`` reads it: each element's name, with its typed value."""
+    return "\n".join(
+        " ".join([e.name, str(e.properties["value"])]) if "value" in e.properties else e.name
+        for e in elements
+    )
+
+
+def stop_line(task: Task, state: WebArenaState, answer: str) -> tuple[str, ...]:
+    """What WebArena's evaluators find at ``stop [answer]`` on ``state``, check by check, or nothing without an evaluator.
+
+    For example ``At stop, WebArena's evaluator checks: the answer must include '20.35': no;
+    short of the goal: answer``. Each check the request decides reads ``yes`` or ``no``; a
+    check of the sites' data reads ``from the episode``. The checks short of the goal close the
+    line, next to where the answer's verdict starts (as WebShop's purchase line).
+    """
+    spec = task.metadata.get("eval")
+    if not isinstance(spec, dict) or not spec.get("eval_types"):
+        return ()
+    checks: list[str] = []
+    short: list[str] = []
+
+    def check(what: str, score: float, part: str) -> None:
+        checks.append(f"{what}: {'yes' if score == 1.0 else 'no'}")
+        short.extend(() if score == 1.0 else (part,))
+
+    for kind in spec["eval_types"]:
+        if kind == "string_match":
+            for approach, value in spec.get("reference_answers", {}).items():
+                if approach == "exact_match" or (approach == "fuzzy_match" and value == NOT_APPLICABLE):
+                    check(f"the answer must be {str(value)!r}", exact_match(str(value), answer), "answer")
+                    continue
+                for reference in value:  # StringEvaluator tokenizes a lone one-character reference
+                    lone = approach == "must_include" and len(value) == 1
+                    found = must_include(str(reference), answer, tokenize=lone)
+                    check(f"the answer must include {str(reference)!r}", found, "answer")
+        elif kind == "url_match":
+            reference = str(spec.get("reference_url", ""))
+            check(
+                f"the page must be at {reference.replace(OR, ' or ')}",
+                url_match(reference, state.url),
+                "page",
+            )
+        elif kind == "program_html":
+            page_text = _page_text(task, state)
+            for target in spec.get("program_html", ()):
+                content = page_text(str(target["url"]))
+                where = "the page" if target["url"] == "last" else f"the page {target['url']}"
+                required = target["required_contents"]
+                if "exact_match" in required:
+                    wanted = str(required["exact_match"])
+                    check(f"{where} must read {wanted!r}", exact_match(wanted, content), "content")
+                    continue
+                for alternatives in required["must_include"]:
+                    found = any(must_include(alt, content) for alt in str(alternatives).split(OR))
+                    check(
+                        f"{where} must show {str(alternatives).replace(OR, ' or ')!r}",
+                        float(found),
+                        "content",
+                    )
+        elif kind == "program_state":
+            program = dict(spec["program"])
+            name = str(program.pop("check")).replace("_", " ")
+            arguments = ", ".join(f"{k} {v}" for k, v in program.items())
+            checks.append(f"the sites' data must show {name} ({arguments}): from the episode")
+    summary = ", ".join(dict.fromkeys(short)) or "none"
+    return (f"At stop, WebArena's evaluator checks: {'; '.join(checks)}; short of the goal: {summary}",)
