@@ -152,6 +152,20 @@ def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -
     return text
 
 
+def given_fields_hold(request: ExperienceRequest, truth: Transition) -> bool:
+    """Whether ``request``'s given fields are ``truth``'s next state's (a field its JSON leaves out is an empty one).
+
+    A pack's lookup can miss what an earlier step changed out of sight (WebArena's seeded page
+    beside a cart an episode filled); such a transition teaches a model nothing it could write.
+    """
+    if not request.given_fields:
+        return True
+    after = json.loads(truth.next_state)
+    return all(
+        after[name] == value if name in after else not value for name, value in request.given_fields.items()
+    )
+
+
 def _kind(domain: Domain, state: str, structured: bool) -> str | None:
     if not structured or domain.state_kind_field is None:
         return None
@@ -165,14 +179,18 @@ def reference_reasoning(domain: Domain, request: ExperienceRequest, truth: Trans
     """Why this transition happens, in the reference env's terms: what the action did, why the reward.
 
     Written from the parsed action, the state's kind before and after (where the domain has
-    kinds) and the reward and episode end; at most
+    kinds and the model writes the next one) and the reward and episode end; at most
     :data:`~dreamgym_env.experience.prompt.STRUCTURED_REASONING_CHARS` characters.
     """
     structured = request.state_schema is not None
     action = domain.parse_action(request.action)
     what = request.action if isinstance(action, ActionError) else f"{action.verb} {action.argument!r}".strip()
     before, after = _kind(domain, request.state, structured), _kind(domain, truth.next_state, structured)
-    if before is not None and after is not None:
+    if structured and domain.state_kind_field in request.given_fields:
+        # nothing to name: the model does not write the next kind (WebArena's given page), and a
+        # 1M-parameter model copying two URLs into its reasoning ran on past them
+        moved = "leads to the state the environment's data gives"
+    elif before is not None and after is not None:
         moved = (
             f"keeps the {before} page"
             if before == after
@@ -402,6 +420,7 @@ def build_dataset(
     train_parents = allowed["train"]
     rows: list[dict[str, Any]] = []
     by_policy: Counter[str] = Counter()
+    stale = 0
     for index, (split, name, count, tasks) in enumerate(plan):
         for reference in policy_transitions(
             pack,
@@ -420,6 +439,9 @@ def build_dataset(
                 raise DataError(
                     f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak"
                 )
+            if not given_fields_hold(reference.request, reference.truth):
+                stale += 1
+                continue
             rows.append(
                 sft_example(
                     reference.request,
@@ -431,6 +453,8 @@ def build_dataset(
                 )
             )
             by_policy[rows[-1]["policy"]] += split == "train"
+    if stale:
+        notes.append(f"{stale} transitions left out: their given fields missed a change out of sight")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle:

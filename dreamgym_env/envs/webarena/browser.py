@@ -93,7 +93,10 @@ class Browser:
             pages = {}
             self._pages = (self.version, pages)
         if url not in pages:
-            host, request = split_url(url)
+            try:
+                host, request = split_url(url)
+            except ValueError as exc:  # urllib refuses it ("http://[x/": an invalid IPv6 host)
+                raise NotFound(url) from exc
             site = self.world.by_host.get(host)
             if site is None:
                 raise NotFound(url)
@@ -250,10 +253,9 @@ class Browser:
             self._scroll(command.text)
         elif verb == "goto":
             url = command.text if "://" in command.text or command.text == BLANK else f"http://{command.text}"
-            url = _lower_host(url)
             try:
-                self.navigate(url)
-            except NotFound as exc:
+                self.navigate(_lower_host(url))
+            except (NotFound, ValueError) as exc:  # ValueError: urllib refuses the URL ("http://[x/")
                 raise ActionFailed(f"no page at {command.text[:200]}") from exc
         elif verb in ("go_back", "go_forward"):
             step = -1 if verb == "go_back" else 1

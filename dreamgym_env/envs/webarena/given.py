@@ -94,32 +94,35 @@ def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str,
 
     Empty when the current page is not the seeded one (:func:`browser_at`), for an action the tab
     history or the other tabs decide (``go_back``, ``new_tab``, ...) and for one the sites refuse.
+    ``stop`` keeps any page as it is.
     """
     command = parse_command(action)
     if isinstance(command, ActionError) or command.verb not in PAGE_VERBS:
         return {}
+    if command.verb == "stop":  # WebArena's stop leaves the page as it is, whatever the sites' state
+        return state.model_copy(update={"message": ""}).model_dump()
     browser = browser_at(task, state)
     if browser is None:
         return {}
-    if command.verb != "stop":
-        try:
-            browser.act(command)
-        except ActionFailed:
-            return {}
+    try:
+        browser.act(command)
+    except ActionFailed:
+        return {}
     title = browser.elements()[0].name
     tabs = list(state.tabs)
     if 0 <= state.active_tab < len(tabs):
         tabs[state.active_tab] = title
-    return {
-        "url": browser.url,
-        "title": title,
-        "tabs": tabs,
-        "active_tab": state.active_tab,
-        "elements": [e.model_dump() for e in _shown(browser)],
-        "more_above": browser.more_above,
-        "more_below": browser.more_below,
-        "message": "",
-    }
+    page = WebArenaState(
+        url=browser.url,
+        title=title,
+        tabs=tabs,
+        active_tab=state.active_tab,
+        elements=_shown(browser),
+        more_above=browser.more_above,
+        more_below=browser.more_below,
+    )
+    # as the state's JSON has it: a false flag and an empty message left out (the model leaves them out too)
+    return page.model_dump()
 
 
 def _page_text(task: Task, state: WebArenaState) -> Callable[[str], str]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from functools import cache
 
+from dreamgym_env.bench.fidelity import ReferenceTransition
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webarena.reference_env import WebArenaRefEnv
-from dreamgym_env.bench.fidelity import ReferenceTransition
 from dreamgym_env.training.dataset import policy_transitions
 
 domain = get_domain("webarena")
@@ -53,7 +53,10 @@ def test_a_page_the_episode_changed_and_the_tab_history_are_not_given():
     # the cart's count on the page after adding the item is the episode's, not the seeded data's
     changed, stop = pages[-1]
     assert "My Cart (1)" in json.dumps(changed.model_dump())
-    assert domain.given_fields(task, changed, domain.parse_action(stop)) == {}
+    home = next(e.id for e in changed.elements if e.role == "link" and e.name == "One Stop Market")
+    assert domain.given_fields(task, changed, domain.parse_action(f"click [{home}]")) == {}
+    # a stop keeps any page
+    assert domain.given_fields(task, changed, domain.parse_action(stop)) == changed.model_dump()
     assert domain.given_fields(task, start, domain.parse_action("go_back")) == {}
 
 
@@ -93,3 +96,23 @@ def test_the_stop_line_names_each_check():
     assert domain.world_lines(task, task.initial_state, f"stop [{reference}]") == (right,)
     free = domain.make_task("What is the price of the cheapest gel pen?")
     assert domain.world_lines(free, start, "stop [1]") == ()
+
+
+def test_the_reference_reasoning_of_a_given_page_names_no_url():
+    from dreamgym_env.training.dataset import reference_reasoning
+
+    transition = next(t for t in _transitions("expert") if t.request.given_fields and t.request.history)
+    reasoning = reference_reasoning(domain, transition.request, transition.truth)
+    assert "leads to the state the environment's data gives" in reasoning
+    assert "http" not in reasoning
+
+
+def test_a_url_urllib_refuses_is_an_invalid_goto_and_gets_no_page():
+    env = WebArenaRefEnv(split="test")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step("goto [http://[x/]")
+    assert not info["action_valid"] and info["error"] == "no page at http://[x/" and not terminated
+    task = env.task
+    assert task is not None
+    broken = env.abstract_state.model_copy(update={"url": "http://[x/"})
+    assert domain.given_fields(task, broken, domain.parse_action("scroll [down]")) == {}
