@@ -51,7 +51,7 @@ def test_a_shipped_model_records_its_data_and_its_held_out_measurements(name):
     assert not trained.train_task_ids & test_tasks  # evaluation tasks were never trained on
 
 
-DISTILLED = ("webshop", "alfworld")
+DISTILLED = ("webshop", "alfworld", "webarena")
 """The built-in packs that ship a distilled model beside their adapter (``local:distilled``)."""
 MAX_DISTILLED_MB = 10
 
@@ -88,7 +88,7 @@ def test_local_distilled_names_the_packs_distilled_model(name, monkeypatch):
     assert model.settings.n_parallel == 16
 
 
-PREFERS_DISTILLED = ("alfworld", "webshop")
+PREFERS_DISTILLED = ("alfworld", "webshop", "webarena")
 """The packs whose synthetic envs use their distilled model by default (docs/results.md says why)."""
 
 

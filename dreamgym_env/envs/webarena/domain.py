@@ -21,7 +21,7 @@ from dreamgym_env.domain import (
     Split,
 )
 from dreamgym_env.envs.tasksets import free_task_id
-from dreamgym_env.envs.webarena.given import next_page_fields, stop_line
+from dreamgym_env.envs.webarena.given import next_page_fields, start_page_state, stop_line
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
@@ -140,14 +140,19 @@ class WebArenaDomain(Domain):
     state_schema = WebArenaState
     state_kind_field = "url"
     experience_model_dir = Path(__file__).parent / "experience_model"
+    preferred_experience_model = "distilled"
 
     def render_state(self, state: Any) -> str:
         """The accessibility-tree observation of an abstract state."""
         return render(state)
 
     def initial_abstract_state(self, task: Task) -> WebArenaState:
-        """The task's start page (its ``initial_state`` parsed back)."""
-        return parse_state(task.initial_state)
+        """The task's start page as the reference env's reset shows it (:func:`~dreamgym_env.envs.webarena.given.start_page_state`).
+
+        The whole tree, its pruned layout nodes included, so that the first action's page can be
+        given; the ``initial_state`` text parsed back where the sites have no such page.
+        """
+        return start_page_state(task) or parse_state(task.initial_state)
 
     def parse_action(self, text: str) -> ParsedAction | ActionError:
         return parse_action(text)

@@ -89,6 +89,28 @@ def browser_at(task: Task, state: WebArenaState) -> Browser | None:
     return browser if same else None
 
 
+def start_page_state(task: Task) -> WebArenaState | None:
+    """The task's start page on the seeded sites (its ``start_url``, else its site's home), or ``None``."""
+    world = World(load_data(task.metadata.get("data_seed", DEFAULT_DATA_SEED)))
+    site = task.metadata.get("site")
+    url = task.metadata.get("start_url") or (world.home(site) if site in world.sites else None)
+    if not url:
+        return None
+    try:
+        browser = Browser(world, url)
+    except NotFound:
+        return None
+    title = browser.elements()[0].name
+    return WebArenaState(
+        url=browser.url,
+        title=title,
+        tabs=browser.tab_titles(),
+        elements=_shown(browser),
+        more_above=browser.more_above,
+        more_below=browser.more_below,
+    )
+
+
 def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str, Any]:
     """The whole next page of ``action`` on ``state``'s page as the seeded sites show it, or ``{}``.
 

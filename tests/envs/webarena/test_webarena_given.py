@@ -116,3 +116,12 @@ def test_a_url_urllib_refuses_is_an_invalid_goto_and_gets_no_page():
     assert task is not None
     broken = env.abstract_state.model_copy(update={"url": "http://[x/"})
     assert domain.given_fields(task, broken, domain.parse_action("scroll [down]")) == {}
+
+
+def test_the_synthetic_start_page_is_the_reference_envs_so_the_first_page_is_given():
+    env = WebArenaRefEnv(split="test")
+    for task in domain.tasks("test")[:20]:
+        env.reset(options={"task": task})
+        start = domain.initial_abstract_state(task)
+        assert start == env.abstract_state and domain.render_state(start) == env.state
+        assert domain.given_fields(task, start, domain.parse_action("scroll [down]")) or not start.more_below
