@@ -10,6 +10,7 @@ from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_t
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
+from dreamgym_env.envs.webarena.given import text_of
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
 from dreamgym_env.envs.webarena.html import page_html
 from dreamgym_env.envs.webarena.state import (
@@ -163,10 +164,7 @@ class WebArenaRefEnv(ReferenceEnvBase):
         What ``program_html``'s whole-page locator reads: every element, not only the viewport.
         """
         browser = self.browser if url == "last" else Browser(self.world, url)
-        return "\n".join(
-            " ".join([e.name, str(e.properties["value"])]) if "value" in e.properties else e.name
-            for e in browser.elements()
-        )
+        return text_of(browser.elements())
 
     def admissible_actions(self) -> list[str]:
         """Clicks, typing, the scrolls and history moves that do something, and ``stop [<answer>]``."""
