@@ -268,10 +268,10 @@ def model_from_spec(
         trained_kind: TrainedKind = "adapter" if value.lower() == ADAPTER_SPEC else "distilled"
         trained = models.get(trained_kind)
         if trained is None:
-            command = "build --domain D" if trained_kind == "adapter" else "distill"
             raise ConfigurationError(
                 f"the {domain or 'given'} pack ships no {trained_kind} experience model; train one with "
-                f"`dreamgym experience {command}` and name its directory: local:<directory>"
+                f"`dreamgym experience build --domain {domain or 'D'} --kind {trained_kind}` (it installs into "
+                "the pack's experience_model/ folder), or name a trained model's directory: local:<directory>"
             )
         return _serving(trained, settings)
     if (Path(value).expanduser() / MANIFEST_NAME).is_file():

@@ -122,6 +122,10 @@ SITE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 SCROLLS = ((MORE_BELOW, "scroll [down]"), (MORE_ABOVE, "scroll [up]"))
+DATA_KEEPING_VERBS = frozenset(
+    {"scroll", "hover", "new_tab", "tab_focus", "close_tab", "goto", "go_back", "go_forward", "stop"}
+)
+"""Verbs that submit no form, so never change the sites' data (a click, typing with Enter and a key press can)."""
 
 
 @lru_cache(maxsize=2048)
@@ -194,13 +198,17 @@ class WebArenaDomain(Domain):
             metadata={"site": site, "start_url": World(load_data()).home(site)},
         )
 
+    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
+        """``changes`` for an action that submits nothing (scrolling, hovering, the tabs and the history, ``goto``, ``stop``)."""
+        return ("changes",) if action.verb in DATA_KEEPING_VERBS else ()
+
     def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
-        """The whole next page when the current one is the sites' seeded page (:func:`~dreamgym_env.envs.webarena.given.next_page_fields`).
+        """The whole next page when the current one is the sites' (:func:`~dreamgym_env.envs.webarena.given.next_page_fields`).
 
         A model cannot know the elements of a page it has not seen: a link, a scroll, a ``goto``,
-        typing or a button on a page the seeded data shows opens what the programmatic sites
-        open. A page an episode's change shows, and the tab history's actions, get nothing; the
-        reward and the episode's end stay the model's.
+        typing or a button on a page the sites (the seeded data with the state's changes) show
+        opens what the programmatic sites open, and the changes a form makes. The tab history's
+        actions get nothing; the reward and the episode's end stay the model's.
         """
         page = state if isinstance(state, WebArenaState) else WebArenaState.model_validate(state.model_dump())
         return next_page_fields(task, page, action.text)

@@ -1,17 +1,16 @@
-"""What the sites' seeded data fixes for a request of the synthetic env: the next page, the evaluator's checks.
+"""What the sites' data fixes for a request of the synthetic env: the next page, the evaluator's checks.
 
-A page's state does not hold the sites' state (what an episode changed), so the synthetic env
-cannot always know the page an action opens. It can when the current page is exactly the page
-the sites' seeded data shows at its URL (:func:`browser_at`): then a link, a scroll, a ``goto``,
-typing or a button opens what the programmatic sites open (:func:`next_page_fields`). A page an
-episode's change shows (a cart with an item, an order's new status) differs from the seeded
-one and gets nothing: the model writes it. Whether a change worked, the reward and the
-episode's end stay the model's.
+A page's state carries what the episode changed in the sites' data (``changes``, as
+:meth:`World.changes <dreamgym_env.envs.webarena.world.World.changes>` writes it), so the sites
+as the episode left them can be rebuilt: the seeded data with those changes made again. When the
+state's page is exactly the page those sites show at its URL (:func:`browser_at`), a link, a
+scroll, a ``goto``, typing or a button opens what the programmatic sites open, with the changes
+a form makes (:func:`next_page_fields`). The tab history's actions (``go_back``, the tabs) get
+nothing: the model writes those pages. The reward and the episode's end stay the model's.
 
-At ``stop [answer]`` :func:`stop_line` shows what WebArena's evaluators check that the
-request itself decides: the answer against the reference answers, the URL against the
-reference URL, the page's text against the required contents. A check of the sites' data
-(``program_state``) is named, not decided: the episode's changes are not in one page.
+At ``stop [answer]`` :func:`stop_line` shows what WebArena's evaluators find: the answer against
+the reference answers, the URL against the reference URL, the page's text against the required
+contents and the sites' data against a ``program_state`` check.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any, Final
 
 from dreamgym_env.domain import ActionError
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
-from dreamgym_env.envs.webarena.evaluators import OR, exact_match, must_include, url_match
+from dreamgym_env.envs.webarena.evaluators import OR, check_state, exact_match, must_include, url_match
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_command
 from dreamgym_env.envs.webarena.sites.base import NotFound
 from dreamgym_env.envs.webarena.state import Element, WebArenaState
@@ -43,15 +42,26 @@ def _field_of(browser: Browser, element_id: int) -> str | None:
     return next((e.node.field for e in browser.elements() if e.id == element_id and e.role != "option"), None)
 
 
-def browser_at(task: Task, state: WebArenaState) -> Browser | None:
-    """A browser on the seeded sites showing exactly ``state``'s page, or ``None`` when no such page is there.
-
-    The tab's message, scroll, typed values, focus and open comboboxes are read back from the
-    visible elements; the page must then show the same elements with the same properties.
-    """
-    if state.message:
-        return None
+def world_of(task: Task, state: WebArenaState) -> World | None:
+    """The sites as ``state``'s episode left them: the task's seeded data with the state's changes, or ``None`` for unreadable changes."""
     world = World(load_data(task.metadata.get("data_seed", DEFAULT_DATA_SEED)))
+    try:
+        world.apply(state.changes)
+    except ValueError:
+        return None
+    return world
+
+
+def browser_at(task: Task, state: WebArenaState) -> Browser | None:
+    """A browser on the sites of ``state``'s episode showing exactly its page, or ``None`` when no such page is there.
+
+    The sites are the seeded data with the state's changes (:func:`world_of`). The tab's message,
+    scroll, typed values, focus and open comboboxes are read back from the visible elements; the
+    page must then show the same elements with the same properties.
+    """
+    world = world_of(task, state)
+    if world is None:  # the failure line of an invalid action is no part of the page: it is dropped
+        return None
     try:
         browser = Browser(world, state.url)
     except NotFound:
@@ -112,9 +122,9 @@ def start_page_state(task: Task) -> WebArenaState | None:
 
 
 def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str, Any]:
-    """The whole next page of ``action`` on ``state``'s page as the seeded sites show it, or ``{}``.
+    """The whole next page of ``action`` on ``state``'s page, and the episode's changes after it, as the sites show them; or ``{}``.
 
-    Empty when the current page is not the seeded one (:func:`browser_at`), for an action the tab
+    Empty when the current page is not the sites' (:func:`browser_at`), for an action the tab
     history or the other tabs decide (``go_back``, ``new_tab``, ...) and for one the sites refuse.
     ``stop`` keeps any page as it is.
     """
@@ -142,21 +152,19 @@ def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str,
         elements=_shown(browser),
         more_above=browser.more_above,
         more_below=browser.more_below,
+        changes=browser.world.changes(),
     )
     # as the state's JSON has it: a false flag and an empty message left out (the model leaves them out too)
     return page.model_dump()
 
 
-def _page_text(task: Task, state: WebArenaState) -> Callable[[str], str]:
-    """The text ``program_html`` reads: the whole seeded page when ``state`` is one, else the state's own elements."""
+def _page_text(task: Task, state: WebArenaState, world: World) -> Callable[[str], str]:
+    """The text ``program_html`` reads: the whole page when the sites show ``state``'s, else the state's own elements."""
     browser = browser_at(task, state)
     elements = browser.elements() if browser is not None else state.elements
 
     def text(url: str) -> str:
-        if url != "last":
-            url_browser = Browser(World(load_data(task.metadata.get("data_seed", DEFAULT_DATA_SEED))), url)
-            return text_of(url_browser.elements())
-        return text_of(elements)
+        return text_of(elements if url == "last" else Browser(world, url).elements())
 
     return text
 
@@ -173,12 +181,13 @@ def stop_line(task: Task, state: WebArenaState, answer: str) -> tuple[str, ...]:
     """What WebArena's evaluators find at ``stop [answer]`` on ``state``, check by check, or nothing without an evaluator.
 
     For example ``At stop, WebArena's evaluator checks: the answer must include '20.35': no;
-    short of the goal: answer``. Each check the request decides reads ``yes`` or ``no``; a
-    check of the sites' data reads ``from the episode``. The checks short of the goal close the
-    line, next to where the answer's verdict starts (as WebShop's purchase line).
+    short of the goal: answer``. Each check reads ``yes`` or ``no``, a check of the sites' data
+    against the state's changes. The checks short of the goal close the line, next to where the
+    answer's verdict starts (as WebShop's purchase line). Nothing for changes that do not read.
     """
     spec = task.metadata.get("eval")
-    if not isinstance(spec, dict) or not spec.get("eval_types"):
+    world = world_of(task, state)
+    if not isinstance(spec, dict) or not spec.get("eval_types") or world is None:
         return ()
     checks: list[str] = []
     short: list[str] = []
@@ -205,7 +214,7 @@ def stop_line(task: Task, state: WebArenaState, answer: str) -> tuple[str, ...]:
                 "page",
             )
         elif kind == "program_html":
-            page_text = _page_text(task, state)
+            page_text = _page_text(task, state, world)
             for target in spec.get("program_html", ()):
                 content = page_text(str(target["url"]))
                 where = "the page" if target["url"] == "last" else f"the page {target['url']}"
@@ -225,6 +234,6 @@ def stop_line(task: Task, state: WebArenaState, answer: str) -> tuple[str, ...]:
             program = dict(spec["program"])
             name = str(program.pop("check")).replace("_", " ")
             arguments = ", ".join(f"{k} {v}" for k, v in program.items())
-            checks.append(f"the sites' data must show {name} ({arguments}): from the episode")
+            check(f"the sites' data must show {name} ({arguments})", float(check_state(spec, world)), "data")
     summary = ", ".join(dict.fromkeys(short)) or "none"
     return (f"At stop, WebArena's evaluator checks: {'; '.join(checks)}; short of the goal: {summary}",)

@@ -142,7 +142,7 @@ class WebArenaRefEnv(ReferenceEnvBase):
 
     @property
     def abstract_state(self) -> WebArenaState:
-        """The current page as a :class:`WebArenaState` (``render(state, mode)`` gives :attr:`state`)."""
+        """The current page and the episode's changes as a :class:`WebArenaState` (``render(state, mode)`` gives :attr:`state`)."""
         browser = self.browser
         return WebArenaState(
             url=browser.url,
@@ -156,6 +156,7 @@ class WebArenaRefEnv(ReferenceEnvBase):
             more_above=browser.more_above,
             more_below=browser.more_below,
             message=self._message,
+            changes=self.world.changes(),
         )
 
     def page_text(self, url: str) -> str:

@@ -99,6 +99,7 @@ _NAME_CHARS = 200
 _LINE_CHARS = 300
 _MAX_TABS = 10
 _MAX_PROPERTIES = 6
+_MAX_CHANGES = 20
 
 
 def _element_schema(schema: dict[str, Any]) -> None:
@@ -119,10 +120,12 @@ def _state_schema(schema: dict[str, Any]) -> None:
     for name in ("url", "title"):
         properties[name]["maxLength"] = _NAME_CHARS
     properties["message"]["maxLength"] = _LINE_CHARS
+    properties["changes"]["maxItems"] = _MAX_CHANGES
+    properties["changes"]["items"]["maxLength"] = _LINE_CHARS
 
 
 def _without_empty(data: dict[str, object], fields: tuple[str, ...]) -> dict[str, object]:
-    return {k: v for k, v in data.items() if k not in fields or v not in ("", 0, {})}
+    return {k: v for k, v in data.items() if k not in fields or v not in ("", 0, {}, [])}
 
 
 class Element(BaseModel):
@@ -158,10 +161,18 @@ class WebArenaState(BaseModel):
     more_below: bool = Field(default=False, description="scroll [down] shows more; left out when false")
     message: str = Field(default="", description="a failure line after an invalid action, left out when none")
     """A failure line after an invalid action (``Invalid action: ...``), else empty (and left out of the JSON)."""
+    changes: list[str] = Field(
+        default_factory=list,
+        description="what the episode changed in the sites' data (cart, orders, prices, posts, votes, "
+        "issues, members, ...), one a line; not on the page; left out when none",
+    )
+    """The sites' data the episode changed, as :meth:`World.changes <dreamgym_env.envs.webarena.world.World.changes>`
+    writes it: not shown to the agent (WebArena's observation is the page), but what makes the
+    state whole, so a page and a check of the sites' data can be rebuilt from it."""
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        return _without_empty(handler(self), ("more_above", "more_below", "message"))
+        return _without_empty(handler(self), ("more_above", "more_below", "message", "changes"))
 
 
 class ElementLike(Protocol):
