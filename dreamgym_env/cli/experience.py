@@ -294,8 +294,9 @@ def build_command(
     remeasure: Annotated[
         bool,
         typer.Option(
-            help="Measure the trained model again even where its file was measured "
-            "(after a change to the pack's requests that the prompt fingerprint does not cover)."
+            help="Measure the trained model again, held-out transitions and rollouts, even where its "
+            "file was measured (after a change to the pack's requests or rules that the prompt "
+            "fingerprint does not cover)."
         ),
     ] = False,
 ) -> None:

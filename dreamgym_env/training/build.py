@@ -599,6 +599,7 @@ def build_pack_model(
         "rollouts" in stages
         and config.rollouts
         and measured
+        and not config.remeasure
         and done_rollouts
         and set(done_rollouts) == {config.rollouts}
     ):

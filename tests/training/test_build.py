@@ -184,6 +184,32 @@ def test_a_rebuilt_adapter_is_measured_again_but_its_unchanged_base_is_not(built
     assert calls[4:] == [[str(work / "again")]]  # the trained model again, the base kept
 
 
+
+def test_rollouts_measured_on_a_model_are_kept_unless_remeasured(built, config, monkeypatch):
+    """A change the fingerprint does not cover (an env rule) needs ``--remeasure`` to play the rollouts again."""
+    from dreamgym_env.bench import consistency
+    from dreamgym_env.experience import local
+
+    work, _ = built
+    played: list[int] = []
+
+    def fake_rollouts(model, pack, *, episodes, seed, progress):
+        played.append(episodes)
+        return [consistency.ConsistencyReport(p, episodes, 1.0, 1.0, 1.0, 2.0, 0.5, 0.5) for p in ("expert", "noisy")]
+
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare([]))
+    monkeypatch.setattr(consistency, "rollout_consistency", fake_rollouts)
+    monkeypatch.setattr(local, "LocalExperienceModel", lambda **_: SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(TrainedModel, "local_settings", lambda self: {})  # the fixture's base is no GGUF
+    with_rollouts = BuildConfig(**{**config.__dict__, "rollouts": 2})
+    install = work / "rolled"
+    build_pack_model("webshop", work, with_rollouts, install=install, stages=("export", "eval", "rollouts"))
+    build_pack_model("webshop", work, with_rollouts, install=install, stages=("rollouts",))
+    assert played == [2]  # measured on this model already: kept
+    remeasured = BuildConfig(**{**with_rollouts.__dict__, "remeasure": True})
+    shipped = build_pack_model("webshop", work, remeasured, install=install, stages=("rollouts",))
+    assert played == [2, 2] and [r["policy"] for r in shipped.evaluation["rollouts"]] == ["expert", "noisy"]
+
 def test_episode_ends_are_weighted_in_training(built, config, tmp_path):
     work, _ = built
     rows = read_examples(work / "sft.jsonl", split="train")

@@ -139,6 +139,7 @@ class WebArenaDomain(Domain):
     name = "webarena"
     display_name = "WebArena"
     max_episode_steps = 30
+    ends_only_on_terminal_actions = True  # WebArena's run loop: only the agent's stop ends it, and is judged
     reward_modes = ("outcome", "score")
 
     state_schema = WebArenaState

@@ -12,6 +12,7 @@ from dreamgym_env.bench.fidelity import normalize_state
 from dreamgym_env.envs.models import pack_models
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.errors import ModelOutputError
 from dreamgym_env.experience.selection import model_from_spec
 
 domain_name, spec = sys.argv[1], sys.argv[2]
@@ -34,7 +35,11 @@ for index, name in enumerate(["expert", "noisy"]):
         while not done:
             action = policy(obs, info)
             line = domain.world_lines(task, synthetic.state, action)
-            obs, r, term, trunc, info = synthetic.step(action)
+            try:
+                obs, r, term, trunc, info = synthetic.step(action)
+            except ModelOutputError:  # as rollout_consistency: the episode stops, not won
+                steps.append((action, 0.0, None, False, ("the model's answer was unusable",)))
+                break
             done = term or trunc
             rr = None
             if not ref_done:

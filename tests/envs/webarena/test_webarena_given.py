@@ -155,3 +155,22 @@ def test_the_episodes_changes_make_the_same_sites_again():
     assert len(kinds) >= 8  # cart, orders, prices, forums, votes, comments, posts, issues, members ...
     with pytest.raises(ValueError, match=r"not a change of the sites: 'vote \[1\]'"):
         World(env.data).apply(["vote [1]"])
+
+
+def test_only_stop_ends_a_synthetic_episode_and_is_paid():
+    """As WebArena's run loop: a model's "done" or reward on any other action is ignored."""
+    from dreamgym_env.envs.synthetic import DreamEnv
+    from dreamgym_env.testing import ScriptedExperienceModel
+    from dreamgym_env.types import ExperienceRequest, Transition
+
+    def always_won(request: ExperienceRequest) -> Transition:
+        return Transition(next_state=request.state, reward=1.0, terminated=True)
+
+    task = domain.tasks("test")[0]
+    env = DreamEnv("webarena", ScriptedExperienceModel(always_won), state_mode="structured")
+    env.reset(options={"task": task})
+    for action in ("scroll [down]", "go_back"):
+        _, reward, terminated, _, info = env.step(action)
+        assert not terminated and reward == 0.0 and not info["won"], action
+    _, reward, terminated, _, info = env.step("stop [done]")
+    assert terminated and reward == 1.0 and info["won"]
