@@ -155,8 +155,8 @@ def answer_text(request: ExperienceRequest, truth: Transition, reasoning: str) -
 def given_fields_hold(request: ExperienceRequest, truth: Transition) -> bool:
     """Whether ``request``'s given fields are ``truth``'s next state's (a field its JSON leaves out is an empty one).
 
-    A pack's lookup can miss what an earlier step changed out of sight (WebArena's seeded page
-    beside a cart an episode filled); such a transition teaches a model nothing it could write.
+    A pack's lookup can miss what its state does not hold (an earlier step's change out of
+    sight); such a transition teaches a model nothing it could write, so the data leaves it out.
     """
     if not request.given_fields:
         return True

@@ -31,6 +31,23 @@ PAGE_VERBS: Final = frozenset({"click", "type", "hover", "press", "scroll", "got
 """Actions whose next page the current one and the seeded data decide (not the tab history's)."""
 
 
+def page_state(
+    browser: Browser, *, tabs: list[str] | None = None, active_tab: int | None = None, message: str = ""
+) -> WebArenaState:
+    """The state of ``browser``'s page and of its sites' data (default: its own tabs and active tab)."""
+    return WebArenaState(
+        url=browser.url,
+        title=browser.elements()[0].name,
+        tabs=browser.tab_titles() if tabs is None else tabs,
+        active_tab=browser.active if active_tab is None else active_tab,
+        elements=_shown(browser),
+        more_above=browser.more_above,
+        more_below=browser.more_below,
+        message=message,
+        changes=browser.world.changes(),
+    )
+
+
 def _shown(browser: Browser) -> list[Element]:
     return [
         Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
@@ -59,8 +76,9 @@ def browser_at(task: Task, state: WebArenaState) -> Browser | None:
     scroll, typed values, focus and open comboboxes are read back from the visible elements; the
     page must then show the same elements with the same properties.
     """
+    # an invalid action's failure line (``message``) is no part of the page: the next action drops it
     world = world_of(task, state)
-    if world is None:  # the failure line of an invalid action is no part of the page: it is dropped
+    if world is None:
         return None
     try:
         browser = Browser(world, state.url)
@@ -107,18 +125,9 @@ def start_page_state(task: Task) -> WebArenaState | None:
     if not url:
         return None
     try:
-        browser = Browser(world, url)
+        return page_state(Browser(world, url))
     except NotFound:
         return None
-    title = browser.elements()[0].name
-    return WebArenaState(
-        url=browser.url,
-        title=title,
-        tabs=browser.tab_titles(),
-        elements=_shown(browser),
-        more_above=browser.more_above,
-        more_below=browser.more_below,
-    )
 
 
 def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str, Any]:
@@ -140,22 +149,12 @@ def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str,
         browser.act(command)
     except ActionFailed:
         return {}
-    title = browser.elements()[0].name
+    # the rebuilt browser has one tab: the state's tabs stay, the active one retitled
     tabs = list(state.tabs)
     if 0 <= state.active_tab < len(tabs):
-        tabs[state.active_tab] = title
-    page = WebArenaState(
-        url=browser.url,
-        title=title,
-        tabs=tabs,
-        active_tab=state.active_tab,
-        elements=_shown(browser),
-        more_above=browser.more_above,
-        more_below=browser.more_below,
-        changes=browser.world.changes(),
-    )
+        tabs[state.active_tab] = browser.elements()[0].name
     # as the state's JSON has it: a false flag and an empty message left out (the model leaves them out too)
-    return page.model_dump()
+    return page_state(browser, tabs=tabs, active_tab=state.active_tab).model_dump()
 
 
 def _page_text(task: Task, state: WebArenaState, world: World) -> Callable[[str], str]:

@@ -10,13 +10,12 @@ from dreamgym_env.envs.reference import ActionOutcome, ReferenceEnvBase, parse_t
 from dreamgym_env.envs.tasksets import TaskSet
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import Verdict, evaluate
-from dreamgym_env.envs.webarena.given import text_of
+from dreamgym_env.envs.webarena.given import page_state, text_of
 from dreamgym_env.envs.webarena.grammar import Command, parse_command
 from dreamgym_env.envs.webarena.html import page_html
 from dreamgym_env.envs.webarena.state import (
     ERROR_PREFIX,
     OBSERVATION_MODES,
-    Element,
     ObservationMode,
     WebArenaState,
 )
@@ -143,21 +142,7 @@ class WebArenaRefEnv(ReferenceEnvBase):
     @property
     def abstract_state(self) -> WebArenaState:
         """The current page and the episode's changes as a :class:`WebArenaState` (``render(state, mode)`` gives :attr:`state`)."""
-        browser = self.browser
-        return WebArenaState(
-            url=browser.url,
-            title=browser.elements()[0].name,
-            tabs=browser.tab_titles(),
-            active_tab=browser.active,
-            elements=[
-                Element(id=e.id, role=e.role, name=e.name, depth=e.depth, properties=dict(e.properties))
-                for e in browser.visible()
-            ],
-            more_above=browser.more_above,
-            more_below=browser.more_below,
-            message=self._message,
-            changes=self.world.changes(),
-        )
+        return page_state(self.browser, message=self._message)
 
     def page_text(self, url: str) -> str:
         """The text of the page at ``url`` now (``"last"``: the current page, all of it).
