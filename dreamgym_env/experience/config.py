@@ -65,6 +65,7 @@ DEFAULT_DEADLINE_S: Final = 120.0
 DEFAULT_MAX_CONCURRENCY: Final = 64
 DEFAULT_TEMPERATURE: Final = 0.0
 DEFAULT_MAX_TOKENS: Final = 2048
+"""Enough for the schema's longest answer (1,200 + 4,000 characters); the local backend's default too."""
 DEFAULT_MAX_ATTEMPTS: Final = 4
 DEFAULT_BACKOFF_BASE_S: Final = 0.5
 DEFAULT_BACKOFF_MAX_S: Final = 8.0

@@ -47,7 +47,7 @@ from dreamgym_env.errors import (
 )
 from dreamgym_env.experience.answers import ChatReply
 from dreamgym_env.experience.backend import ChatExperienceModel, Deadline
-from dreamgym_env.experience.config import DEFAULT_MAX_OUTPUT_REASKS
+from dreamgym_env.experience.config import DEFAULT_MAX_OUTPUT_REASKS, DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from dreamgym_env.experience.prompt import system_prompt
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
 from dreamgym_env.experience.trained import TrainedModel, file_sha256
@@ -61,9 +61,6 @@ DEFAULT_N_PARALLEL: Final = 4
 """Slots: requests decoded together (a vector env's step); each has its own ``n_ctx`` and KV cache."""
 DEFAULT_CACHE_RAM_MIB: Final = 256
 """The host-side prompt cache's bound (llama.cpp's default is 8,192 MiB)."""
-DEFAULT_MAX_TOKENS: Final = 2048
-"""Enough for the schema's longest answer (1,200 + 4,000 characters)."""
-DEFAULT_TEMPERATURE: Final = 0.0
 DEFAULT_SEED: Final = 0
 LOCAL_EXTRA_HINT: Final = "pip install 'dreamgym-env[local]'"
 
