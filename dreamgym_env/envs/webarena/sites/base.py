@@ -4,6 +4,9 @@ A site builds a page from a URL path and query as a tree of :class:`Node` s (rol
 an accessibility tree, plus what a click or a submission does), and runs the operations its
 buttons and forms name. The browser (:mod:`~dreamgym_env.envs.webarena.browser`) numbers the
 nodes, adds what the user typed, and renders the tree.
+
+The sites import this module as ``ui`` and write pages in its vocabulary (``ui.text``,
+``ui.button``, ...); their links, all to their own pages, come from :meth:`Site.link`.
 """
 
 from __future__ import annotations
@@ -40,10 +43,6 @@ class Node:
     field: str | None = None
     submit: str | None = None
     options: tuple[str, ...] = ()
-
-
-def link(name: str, href: str) -> Node:
-    return Node("link", name, href=href)
 
 
 def button(name: str, op: str, *args: str) -> Node:
@@ -219,9 +218,9 @@ class Site(ABC, Generic[StateT]):
     def url(self, path: str = "/", **query: object) -> str:
         return make_url(self.host, path, **query)
 
-    def home_link(self) -> Node:
-        """The link to the home page named after the site (:attr:`title`), as a bar's logo."""
-        return link(self.title, self.url())
+    def link(self, name: str, path: str = "/", **query: object) -> Node:
+        """A link to this site's page at ``path`` (the home page by default) with ``query``."""
+        return Node("link", name, href=self.url(path, **query))
 
     def frame(self, title: str, *body: Node) -> Page:
         """A page titled after ``title`` (``""``: the home page) with ``body`` in its ``main`` landmark."""
@@ -243,9 +242,9 @@ class Site(ABC, Generic[StateT]):
         page = min(max(request.int("p"), 1), pages)
         nodes: list[Node] = []
         if page > 1:
-            nodes.append(link("Previous", self.url(request.path, **query, p=page - 1)))
+            nodes.append(self.link("Previous", request.path, **query, p=page - 1))
         if pages > 1:
             nodes.append(text(f"Page {page} of {pages}"))
         if page < pages:
-            nodes.append(link("Next", self.url(request.path, **query, p=page + 1)))
+            nodes.append(self.link("Next", request.path, **query, p=page + 1))
         return items[(page - 1) * size : page * size], nodes

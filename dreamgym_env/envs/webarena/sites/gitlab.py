@@ -10,27 +10,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
-from dreamgym_env.envs.webarena.sites.base import (
-    Node,
-    NotFound,
-    Outcome,
-    Page,
-    Request,
-    Site,
-    button,
-    collapse_spaces,
-    combobox,
-    group,
-    heading,
-    link,
-    listing,
-    search_box,
-    text,
-    textbox,
-)
+from dreamgym_env.envs.webarena.sites import base as ui
+from dreamgym_env.envs.webarena.sites.base import NotFound, Outcome, Request, Site, collapse_spaces
 
 ME = "byteblaze"
 ROLES = ("Guest", "Reporter", "Developer", "Maintainer")
@@ -174,11 +158,12 @@ class GitLabState:
 
     def issues(self, project: Project) -> list[Issue]:
         return [
-            Issue(
-                i.iid, i.title, i.author, self.issue_states.get((project.path, i.iid), i.state), i.description
-            )
+            replace(i, state=self.issue_states.get((project.path, i.iid), i.state))
             for i in (*project.issues, *self.new_issues.get(project.path, ()))
         ]
+
+    def issue(self, project: Project, iid: int) -> Issue | None:
+        return next((i for i in self.issues(project) if i.iid == iid), None)
 
     def member_roles(self, project: Project) -> dict[str, str]:
         return {**dict(project.members), **self.members.get(project.path, {})}
@@ -227,25 +212,25 @@ class GitLabSite(Site[GitLabState]):
     title_template = "{} · GitLab"
     searches = {"filter": "/"}
 
-    def navigation(self) -> Node:
-        return group("navigation", link("Projects", self.url()), text(f"@{ME}"))
+    def navigation(self) -> ui.Node:
+        return ui.group("navigation", self.link("Projects"), ui.text(f"@{ME}"))
 
-    def page(self, request: Request) -> Page:
+    def page(self, request: Request) -> ui.Page:
         if request.path == "/":
             query = request.get("q").lower()
             found = [p for p in self.state.gitlab.projects if query in p.path.lower()]
             rows = [
                 [
-                    link(p.path, self.url(f"/{p.path}")),
-                    text(p.description),
-                    text(f"Stars: {self.state.stars(p)}"),
+                    self.link(p.path, f"/{p.path}"),
+                    ui.text(p.description),
+                    ui.text(f"Stars: {self.state.stars(p)}"),
                 ]
                 for p in found
             ]
             return self.headed(
                 "Projects",
-                search_box("Filter by name", "filter", request.get("q")),
-                listing(rows, empty="No projects found"),
+                ui.search_box("Filter by name", "filter", request.get("q")),
+                ui.listing(rows, empty="No projects found"),
             )
         path, _, section = request.path.strip("/").partition("/-/")
         project = self.state.gitlab.project_at(path)
@@ -256,13 +241,13 @@ class GitLabSite(Site[GitLabState]):
             starred = project.path in self.state.starred
             return self.frame(
                 project.path,
-                heading(project.name),
-                text(project.description),
-                button("Unstar" if starred else "Star", "star", project.path),
-                text(f"Stars: {self.state.stars(project)}"),
-                link("Issues", self.url(f"{base}/-/issues")),
-                link("Merge requests", self.url(f"{base}/-/merge_requests")),
-                link("Members", self.url(f"{base}/-/project_members")),
+                ui.heading(project.name),
+                ui.text(project.description),
+                ui.button("Unstar" if starred else "Star", "star", project.path),
+                ui.text(f"Stars: {self.state.stars(project)}"),
+                self.link("Issues", f"{base}/-/issues"),
+                self.link("Merge requests", f"{base}/-/merge_requests"),
+                self.link("Members", f"{base}/-/project_members"),
             )
         kind, _, rest = section.partition("/")
         if kind == "issues" and not rest:
@@ -273,26 +258,26 @@ class GitLabSite(Site[GitLabState]):
                 request.get("state", "opened"),
                 {"opened": "Open", "closed": "Closed"},
                 lambda i: f"#{i.iid} opened by {i.author}",
-                link("New issue", self.url(f"{base}/-/issues/new")),
+                self.link("New issue", f"{base}/-/issues/new"),
             )
         if kind == "issues" and rest == "new":
             return self.frame(
                 f"New Issue · {project.path}",
-                heading("New Issue"),
-                textbox("Title", "title", required=True),
-                textbox("Description", "description"),
-                button("Create issue", "new_issue", project.path),
+                ui.heading("New Issue"),
+                ui.textbox("Title", "title", required=True),
+                ui.textbox("Description", "description"),
+                ui.button("Create issue", "new_issue", project.path),
             )
         if kind == "issues" and rest.isdigit():
-            issue = next((i for i in self.state.issues(project) if i.iid == int(rest)), None)
+            issue = self.state.issue(project, int(rest))
             if issue is not None:
                 closed = issue.state == "closed"
                 return self.frame(
                     f"{issue.title} (#{issue.iid}) · Issues",
-                    heading(issue.title),
-                    text(f"{'Closed' if closed else 'Open'} Issue created by {issue.author}"),
-                    text(issue.description),
-                    button(
+                    ui.heading(issue.title),
+                    ui.text(f"{'Closed' if closed else 'Open'} Issue created by {issue.author}"),
+                    ui.text(issue.description),
+                    ui.button(
                         "Reopen issue" if closed else "Close issue",
                         "issue_state",
                         project.path,
@@ -313,19 +298,19 @@ class GitLabSite(Site[GitLabState]):
             if mr is not None:
                 return self.frame(
                     f"{mr.title} (!{mr.iid}) · Merge requests",
-                    heading(mr.title),
-                    text(f"{mr.state.capitalize()} Merge request !{mr.iid} created by {mr.author}"),
-                    text(f"Merges {mr.source} into main"),
+                    ui.heading(mr.title),
+                    ui.text(f"{mr.state.capitalize()} Merge request !{mr.iid} created by {mr.author}"),
+                    ui.text(f"Merges {mr.source} into main"),
                 )
         if kind == "project_members" and not rest:
-            rows = [[text(u), text(r)] for u, r in self.state.member_roles(project).items()]
+            rows = [[ui.text(u), ui.text(r)] for u, r in self.state.member_roles(project).items()]
             return self.frame(
                 f"Members · {project.path}",
-                heading("Project members"),
-                listing(rows),
-                textbox("Username or name", "member"),
-                combobox("Role", "role", ROLES, ROLES[0]),
-                button("Invite", "invite", project.path),
+                ui.heading("Project members"),
+                ui.listing(rows),
+                ui.textbox("Username or name", "member"),
+                ui.combobox("Role", "role", ROLES, ROLES[0]),
+                ui.button("Invite", "invite", project.path),
             )
         raise NotFound(request.path)
 
@@ -337,8 +322,8 @@ class GitLabSite(Site[GitLabState]):
         state: str,
         tabs: dict[str, str],
         byline: Callable[[Issue | MergeRequest], str],
-        *above: Node,
-    ) -> Page:
+        *above: ui.Node,
+    ) -> ui.Page:
         """A project's issues or merge requests (``noun``) in ``state``, under a tab a state and ``All``.
 
         ``tabs``: each state's tab label; ``byline``: the text under an item's title; ``above``:
@@ -347,16 +332,16 @@ class GitLabSite(Site[GitLabState]):
         if state not in (*tabs, "all"):
             raise NotFound(state)
         base = f"/{project.path}/-/{noun.replace(' ', '_')}"
-        tablist = group(
+        tablist = ui.group(
             "tablist",
             *(
-                link(f"{label} {sum(i.state == s for i in items)}", self.url(base, state=s))
+                self.link(f"{label} {sum(i.state == s for i in items)}", base, state=s)
                 for s, label in tabs.items()
             ),
-            link(f"All {len(items)}", self.url(base, state="all")),
+            self.link(f"All {len(items)}", base, state="all"),
         )
         rows = [
-            [link(i.title, self.url(f"{base}/{i.iid}")), text(byline(i))]
+            [self.link(i.title, f"{base}/{i.iid}"), ui.text(byline(i))]
             for i in items
             if state in ("all", i.state)
         ]
@@ -364,7 +349,7 @@ class GitLabSite(Site[GitLabState]):
             f"{noun.capitalize()} · {project.path}",
             tablist,
             *above,
-            listing(rows, empty=f"There are no {noun} to show."),
+            ui.listing(rows, empty=f"There are no {noun} to show."),
         )
 
     def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
@@ -375,11 +360,10 @@ class GitLabSite(Site[GitLabState]):
         if op == "star":
             self.state.starred ^= {project.path}
             return Outcome(self.url(base))
-        if op == "issue_state":
-            key = (project.path, int(args[1]))
-            issue = next(i for i in self.state.issues(project) if i.iid == key[1])
+        if op == "issue_state" and (issue := self.state.issue(project, int(args[1]))) is not None:
+            key = (project.path, issue.iid)
             self.state.issue_states[key] = "opened" if issue.state == "closed" else "closed"
-            return Outcome(self.url(f"{base}/-/issues/{key[1]}"))
+            return Outcome(self.url(f"{base}/-/issues/{issue.iid}"))
         if op == "new_issue":
             title = collapse_spaces(values.get("title", ""))
             if not title:
@@ -391,10 +375,11 @@ class GitLabSite(Site[GitLabState]):
         if op == "invite":
             user = self.state.gitlab.user(values.get("member", ""))
             role = values.get("role", ROLES[0])
+            members = self.url(f"{base}/-/project_members")
             if user is None or role not in ROLES:
-                return Outcome(self.url(f"{base}/-/project_members"), "User not found.")
+                return Outcome(members, "User not found.")
             if self.state.member_roles(project).get(user) == "Owner":
-                return Outcome(self.url(f"{base}/-/project_members"), "The owner's role cannot be changed.")
+                return Outcome(members, "The owner's role cannot be changed.")
             self.state.members.setdefault(project.path, {})[user] = role
-            return Outcome(self.url(f"{base}/-/project_members"), f"{user} was added as {role}.")
+            return Outcome(members, f"{user} was added as {role}.")
         raise NotFound(op)

@@ -16,22 +16,13 @@ from functools import cache
 
 from rapidfuzz import fuzz
 
+from dreamgym_env.envs.webarena.sites import base as ui
 from dreamgym_env.envs.webarena.sites.base import (
-    Node,
     NotFound,
     Outcome,
-    Page,
     Request,
     Site,
-    button,
     collapse_spaces,
-    group,
-    heading,
-    link,
-    listing,
-    search_box,
-    text,
-    textbox,
     with_all_words,
 )
 
@@ -154,63 +145,60 @@ class MapSite(Site[MapData]):
     title = "OpenStreetMap"
     title_template = "{} | OpenStreetMap"
 
-    def navigation(self) -> Node:
-        return group(
+    def navigation(self) -> ui.Node:
+        return ui.group(
             "navigation",
-            self.home_link(),
-            search_box("Search"),
-            link("Find directions between two points", self.url("/directions")),
+            self.link(self.title),
+            ui.search_box("Search"),
+            self.link("Find directions between two points", "/directions"),
         )
 
-    def page(self, request: Request) -> Page:
+    def page(self, request: Request) -> ui.Page:
         if request.path == "/":
-            return self.frame("", heading("Welcome to OpenStreetMap!"))
+            return self.frame("", ui.heading("Welcome to OpenStreetMap!"))
         if request.path == "/search":
             found = with_all_words(self.state.places, request.get("q"), lambda p: f"{p.name} {p.kind}")
-            rows = [[link(p.name, self.url(f"/place/{p.id}")), text(p.address)] for p in found]
-            return self.frame("Search", heading("Search Results"), listing(rows, empty="No results found"))
+            rows = [[self.link(p.name, f"/place/{p.id}"), ui.text(p.address)] for p in found]
+            return self.frame(
+                "Search", ui.heading("Search Results"), ui.listing(rows, empty="No results found")
+            )
         if (p := request.item("/place/", self.state.places)) is not None:
             return self.headed(
                 p.name,
-                text(p.kind.capitalize()),
-                text(f"Address: {p.address}"),
-                link("Directions from here", self.url("/directions", **{"from": p.name})),
-                link("Directions to here", self.url("/directions", to=p.name)),
+                ui.text(p.kind.capitalize()),
+                ui.text(f"Address: {p.address}"),
+                self.link("Directions from here", "/directions", **{"from": p.name}),
+                self.link("Directions to here", "/directions", to=p.name),
             )
         if request.path == "/directions":
             return self._directions(request)
         raise NotFound(request.path)
 
-    def _directions(self, request: Request) -> Page:
+    def _directions(self, request: Request) -> ui.Page:
         start, end, mode = request.get("from"), request.get("to"), request.get("mode", "car")
         if mode not in SPEEDS_KMH:
             raise NotFound(mode)
-        body: list[Node] = [
-            heading("Directions"),
-            textbox("From", "from", value=start),
-            textbox("To", "to", value=end),
-            group(
-                "radiogroup",
-                *(
-                    link(
-                        f"{label} (selected)" if m == mode else label,
-                        self.url("/directions", **{"from": start}, to=end, mode=m),
-                    )
-                    for m, label in MODE_LABELS.items()
-                ),
-            ),
-            button("Go", "directions", mode),
+        ends = {"from": start, "to": end}
+        modes = [
+            self.link(f"{label} (selected)" if m == mode else label, "/directions", **ends, mode=m)
+            for m, label in MODE_LABELS.items()
+        ]
+        body: list[ui.Node] = [
+            ui.textbox("From", "from", value=start),
+            ui.textbox("To", "to", value=end),
+            ui.group("radiogroup", *modes),
+            ui.button("Go", "directions", mode),
         ]
         a, b = self.state.place(start), self.state.place(end)
         if start and end and a is not None and b is not None:
             route = Route(a, b, mode)
             body += [
-                text(f"Route from {a.name} to {b.name} by {MODE_LABELS[mode].lower()}"),
-                text(f"Distance: {route.km}km. Time: {route.time}."),
+                ui.text(f"Route from {a.name} to {b.name} by {MODE_LABELS[mode].lower()}"),
+                ui.text(f"Distance: {route.km}km. Time: {route.time}."),
             ]
         elif start and end:
-            body.append(text("Sorry, no route could be found between these points."))
-        return self.frame("Directions", *body)
+            body.append(ui.text("Sorry, no route could be found between these points."))
+        return self.headed("Directions", *body)
 
     def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:
         if op == "directions":

@@ -9,28 +9,12 @@ Subscribe button), ``/f/<forum>/<post id>`` (post, votes, comments and the comme
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 
-from dreamgym_env.envs.webarena.sites.base import (
-    Node,
-    NotFound,
-    Outcome,
-    Page,
-    Request,
-    Site,
-    button,
-    group,
-    heading,
-    link,
-    listing,
-    named,
-    search_box,
-    text,
-    textbox,
-    with_all_words,
-)
+from dreamgym_env.envs.webarena.sites import base as ui
+from dreamgym_env.envs.webarena.sites.base import NotFound, Outcome, Request, Site, named, with_all_words
 
 ME = "MarvelsGrantMan136"
 FORUMS = (
@@ -198,42 +182,45 @@ class RedditSite(Site[RedditState]):
     title = "Postmill"
     title_template = "{}"
 
-    def navigation(self) -> Node:
-        return group(
+    def navigation(self) -> ui.Node:
+        return ui.group(
             "navigation",
-            self.home_link(),
-            link("Forums", self.url("/forums")),
-            search_box("Search query"),
-            text(ME),
+            self.link(self.title),
+            self.link("Forums", "/forums"),
+            ui.search_box("Search query"),
+            ui.text(ME),
         )
 
-    def _post_item(self, post: Post) -> list[Node]:
-        return [
-            link(post.title, self.url(post.path)),
-            text(f"Submitted by {post.author} in /f/{post.forum}"),
-            text(f"{self.state.score(post)} points"),
-            text(f"{len(self.state.comments_of(post))} comments"),
+    def _listing(self, posts: Iterable[Post], empty: str | None = None) -> ui.Node:
+        """A ``list`` of posts, each with its title (a link to it), byline, points and comment count."""
+        rows = [
+            [
+                self.link(post.title, post.path),
+                ui.text(f"Submitted by {post.author} in /f/{post.forum}"),
+                ui.text(f"{self.state.score(post)} points"),
+                ui.text(f"{len(self.state.comments_of(post))} comments"),
+            ]
+            for post in posts
         ]
+        return ui.listing(rows, empty)
 
-    def page(self, request: Request) -> Page:
+    def page(self, request: Request) -> ui.Page:
         parts = request.path.strip("/").split("/") if request.path != "/" else []
         if not parts:
             newest = sorted(self.state.all_posts(), key=lambda p: -p.id)[:15]
-            return self.frame(
-                "Postmill", heading("Front page"), listing([self._post_item(p) for p in newest])
-            )
+            return self.frame("Postmill", ui.heading("Front page"), self._listing(newest))
         if parts == ["forums"]:
             rows = [
-                [link(f.name, self.url(f"/f/{f.name}")), text(f"{f.subscribers} subscribers")]
+                [self.link(f.name, f"/f/{f.name}"), ui.text(f"{f.subscribers} subscribers")]
                 for f in sorted(self.state.reddit.forums, key=lambda f: f.name.lower())
             ]
-            return self.frame("List of forums", heading("Forums"), listing(rows))
+            return self.frame("List of forums", ui.heading("Forums"), ui.listing(rows))
         if parts == ["search"]:
             found = with_all_words(self.state.all_posts(), request.get("q"), lambda p: p.title)
             return self.frame(
                 f"Search results for '{request.get('q')}'",
-                heading("Search results"),
-                listing([self._post_item(p) for p in found], empty="No results."),
+                ui.heading("Search results"),
+                self._listing(found, empty="No results."),
             )
         forum = self.state.reddit.forum(parts[1]) if len(parts) >= 2 and parts[0] in ("f", "submit") else None
         if forum is None or len(parts) > 3:
@@ -241,11 +228,11 @@ class RedditSite(Site[RedditState]):
         if parts[0] == "submit" and len(parts) == 2:
             return self.frame(
                 f"Create submission in /f/{forum.name}",
-                heading("Create submission"),
-                text(f"Forum: /f/{forum.name}"),
-                textbox("Title", "title", required=True),
-                textbox("Body", "body"),
-                button("Create submission", "submit_post", forum.name),
+                ui.heading("Create submission"),
+                ui.text(f"Forum: /f/{forum.name}"),
+                ui.textbox("Title", "title", required=True),
+                ui.textbox("Body", "body"),
+                ui.button("Create submission", "submit_post", forum.name),
             )
         if len(parts) == 2:
             return self._forum(forum)
@@ -255,32 +242,32 @@ class RedditSite(Site[RedditState]):
                 return self._post(post)
         raise NotFound(request.path)
 
-    def _forum(self, forum: Forum) -> Page:
+    def _forum(self, forum: Forum) -> ui.Page:
         subscribed = forum.name in self.state.subscribed
         posts = [p for p in self.state.all_posts() if p.forum == forum.name]
         return self.headed(
             f"/f/{forum.name}",
-            text(forum.description),
-            button("Unsubscribe" if subscribed else "Subscribe", "subscribe", forum.name),
-            text(f"{self.state.subscribers(forum)} subscribers"),
-            link("Submit a new post", self.url(f"/submit/{forum.name}")),
-            listing([self._post_item(p) for p in sorted(posts, key=lambda p: -p.id)]),
+            ui.text(forum.description),
+            ui.button("Unsubscribe" if subscribed else "Subscribe", "subscribe", forum.name),
+            ui.text(f"{self.state.subscribers(forum)} subscribers"),
+            self.link("Submit a new post", f"/submit/{forum.name}"),
+            self._listing(sorted(posts, key=lambda p: -p.id)),
         )
 
-    def _post(self, post: Post) -> Page:
+    def _post(self, post: Post) -> ui.Page:
         vote = self.state.votes.get(post.id, 0)
-        comments = [[text(c.author), text(c.body)] for c in self.state.comments_of(post)]
+        comments = [[ui.text(c.author), ui.text(c.body)] for c in self.state.comments_of(post)]
         return self.headed(
             post.title,
-            text(f"Submitted by {post.author} in /f/{post.forum}"),
-            text(post.body),
-            button("Retract upvote" if vote > 0 else "Upvote", "vote", str(post.id), "1"),
-            text(f"{self.state.score(post)} points"),
-            button("Retract downvote" if vote < 0 else "Downvote", "vote", str(post.id), "-1"),
-            heading(f"{len(comments)} comments"),
-            listing(comments),
-            textbox("Comment", "comment"),
-            button("Post", "comment", str(post.id)),
+            ui.text(f"Submitted by {post.author} in /f/{post.forum}"),
+            ui.text(post.body),
+            ui.button("Retract upvote" if vote > 0 else "Upvote", "vote", str(post.id), "1"),
+            ui.text(f"{self.state.score(post)} points"),
+            ui.button("Retract downvote" if vote < 0 else "Downvote", "vote", str(post.id), "-1"),
+            ui.heading(f"{len(comments)} comments"),
+            ui.listing(comments),
+            ui.textbox("Comment", "comment"),
+            ui.button("Post", "comment", str(post.id)),
         )
 
     def operate(self, op: str, args: tuple[str, ...], values: Mapping[str, str]) -> Outcome:

@@ -9,21 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dreamgym_env.envs.webarena.sites.base import (
-    Node,
-    NotFound,
-    Outcome,
-    Page,
-    Request,
-    button,
-    group,
-    heading,
-    link,
-    listing,
-    search_box,
-    text,
-    textbox,
-)
+from dreamgym_env.envs.webarena.sites import base as ui
+from dreamgym_env.envs.webarena.sites.base import NotFound, Outcome, Request
 from dreamgym_env.envs.webarena.sites.store import (
     ME,
     TODAY,
@@ -60,20 +47,20 @@ class ShoppingSite(StoreSite):
     title = "One Stop Market"
     title_template = "{} | One Stop Market"
 
-    def navigation(self) -> Node:
-        return group(
+    def navigation(self) -> ui.Node:
+        return ui.group(
             "banner",
-            self.home_link(),
-            link("My Orders", self.url("/orders")),
-            link(f"My Cart ({sum(self.state.cart.values())})", self.url("/cart")),
-            search_box(SEARCH_LABEL),
+            self.link(self.title),
+            self.link("My Orders", "/orders"),
+            self.link(f"My Cart ({sum(self.state.cart.values())})", "/cart"),
+            ui.search_box(SEARCH_LABEL),
         )
 
-    def page(self, request: Request) -> Page:
+    def page(self, request: Request) -> ui.Page:
         path = request.path
         if path == "/":
-            categories = [[link(c, self.url(f"/category/{slug(c)}"))] for c in self.store.categories]
-            return self.frame("", heading("Shop by category"), listing(categories))
+            categories = [[self.link(c, f"/category/{slug(c)}")] for c in self.store.categories]
+            return self.frame("", ui.heading("Shop by category"), ui.listing(categories))
         if path.startswith("/category/"):
             category = next((c for c in self.store.categories if path == f"/category/{slug(c)}"), None)
             if category is None:
@@ -97,38 +84,43 @@ class ShoppingSite(StoreSite):
             return self._order(order)
         raise NotFound(path)
 
-    def _list(self, title: str, products: list[Product], request: Request, **query: str) -> Page:
+    def _list(self, title: str, products: list[Product], request: Request, **query: str) -> ui.Page:
         shown, pager = self.paginate(products, request, PAGE_SIZE, **query)
-        items = [[link(p.name, self.url(f"/product/{p.id}")), self.price_text(p)] for p in shown]
+        items = [[self.link(p.name, f"/product/{p.id}"), self.price_text(p)] for p in shown]
         return self.headed(
             title,
-            text(f"{len(products)} items"),
-            listing(items, empty="Your search returned no results."),
+            ui.text(f"{len(products)} items"),
+            ui.listing(items, empty="Your search returned no results."),
             *pager,
         )
 
-    def _product(self, product: Product) -> Page:
+    def _product(self, product: Product) -> ui.Page:
         reviews = [
-            [text(r.title), text(f"Rating: {r.rating}/5"), text(f"Review by {r.author}"), text(r.text)]
+            [
+                ui.text(r.title),
+                ui.text(f"Rating: {r.rating}/5"),
+                ui.text(f"Review by {r.author}"),
+                ui.text(r.text),
+            ]
             for r in product.reviews
         ]
         return self.headed(
             product.name,
             self.price_text(product),
-            text(f"Rating: {product.rating_percent}%"),
-            text(f"{len(product.reviews)} Reviews"),
-            text(f"SKU: {product.sku}"),
-            text("In stock" if product.stock else "Out of stock"),
-            link(product.category, self.url(f"/category/{slug(product.category)}")),
-            textbox("Qty", "qty", submit="add_to_cart", args=(str(product.id),), value="1"),
-            button("Add to Cart", "add_to_cart", str(product.id)),
-            heading("Customer Reviews"),
-            listing(reviews, empty="There are no reviews yet."),
+            ui.text(f"Rating: {product.rating_percent}%"),
+            ui.text(f"{len(product.reviews)} Reviews"),
+            ui.text(f"SKU: {product.sku}"),
+            ui.text("In stock" if product.stock else "Out of stock"),
+            self.link(product.category, f"/category/{slug(product.category)}"),
+            ui.textbox("Qty", "qty", submit="add_to_cart", args=(str(product.id),), value="1"),
+            ui.button("Add to Cart", "add_to_cart", str(product.id)),
+            ui.heading("Customer Reviews"),
+            ui.listing(reviews, empty="There are no reviews yet."),
         )
 
-    def _cart(self) -> Page:
+    def _cart(self) -> ui.Page:
         if not self.state.cart:
-            return self.headed("Shopping Cart", text("You have no items in your shopping cart."))
+            return self.headed("Shopping Cart", ui.text("You have no items in your shopping cart."))
         items = []
         total = 0.0
         for pid, qty in self.state.cart.items():
@@ -137,50 +129,50 @@ class ShoppingSite(StoreSite):
             total += subtotal
             items.append(
                 [
-                    link(product.name, self.url(f"/product/{pid}")),
-                    text(f"Qty: {qty}"),
-                    text(f"Subtotal: {money(subtotal)}"),
-                    button("Remove item", "remove_from_cart", str(pid)),
+                    self.link(product.name, f"/product/{pid}"),
+                    ui.text(f"Qty: {qty}"),
+                    ui.text(f"Subtotal: {money(subtotal)}"),
+                    ui.button("Remove item", "remove_from_cart", str(pid)),
                 ]
             )
         return self.headed(
             "Shopping Cart",
-            listing(items),
-            text(f"Order Total: {money(total)}"),
-            link("Proceed to Checkout", self.url("/checkout")),
+            ui.listing(items),
+            ui.text(f"Order Total: {money(total)}"),
+            self.link("Proceed to Checkout", "/checkout"),
         )
 
-    def _checkout(self) -> Page:
+    def _checkout(self) -> ui.Page:
         if not self.state.cart:
-            return self.headed("Checkout", text("You have no items in your shopping cart."))
+            return self.headed("Checkout", ui.text("You have no items in your shopping cart."))
         customer = self.store.customers[ME]
-        lines = [text(f"{self.store.products[pid].name} x {qty}") for pid, qty in self.state.cart.items()]
+        lines = [ui.text(f"{self.store.products[pid].name} x {qty}") for pid, qty in self.state.cart.items()]
         return self.headed(
             "Checkout",
-            text(f"Ship to: {customer.name}, {customer.city}"),
+            ui.text(f"Ship to: {customer.name}, {customer.city}"),
             *lines,
-            button("Place Order", "place_order"),
+            ui.button("Place Order", "place_order"),
         )
 
-    def _orders(self) -> Page:
+    def _orders(self) -> ui.Page:
         mine = [o for o in self.state.orders() if o.customer_id == ME]
         rows = [
             [
-                text(f"Order # {o.number}"),
-                text(f"Date: {o.date}"),
-                text(f"Order Total: {money(o.total)}"),
-                text(f"Status: {o.status}"),
-                link("View Order", self.url(f"/orders/{o.number}")),
+                ui.text(f"Order # {o.number}"),
+                ui.text(f"Date: {o.date}"),
+                ui.text(f"Order Total: {money(o.total)}"),
+                ui.text(f"Status: {o.status}"),
+                self.link("View Order", f"/orders/{o.number}"),
             ]
             for o in reversed(mine)
         ]
-        return self.headed("My Orders", listing(rows))
+        return self.headed("My Orders", ui.listing(rows))
 
-    def _order(self, order: Order) -> Page:
+    def _order(self, order: Order) -> ui.Page:
         return self.headed(
             f"Order # {order.number}",
-            text(f"Status: {order.status}"),
-            text(f"Order Date: {order.date}"),
+            ui.text(f"Status: {order.status}"),
+            ui.text(f"Order Date: {order.date}"),
             *self.order_contents(order, product_links=True),
         )
 
@@ -188,11 +180,11 @@ class ShoppingSite(StoreSite):
         if op == "add_to_cart":
             pid = int(args[0]) if args else -1
             raw = values.get("qty", "1").strip()
+            product_url = self.url(f"/product/{pid}")
             if not raw.isdigit() or not 1 <= int(raw) <= 99:
-                return Outcome(self.url(f"/product/{pid}"), "Please enter a quantity from 1 to 99.")
+                return Outcome(product_url, "Please enter a quantity from 1 to 99.")
             self.state.cart[pid] = self.state.cart.get(pid, 0) + int(raw)
-            name = self.store.products[pid].name
-            return Outcome(self.url(f"/product/{pid}"), f"You added {name} to your shopping cart.")
+            return Outcome(product_url, f"You added {self.store.products[pid].name} to your shopping cart.")
         if op == "remove_from_cart":
             self.state.cart.pop(int(args[0]), None)
             return Outcome(self.url("/cart"))

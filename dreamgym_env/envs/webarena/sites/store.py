@@ -9,10 +9,11 @@ admin panel share one database.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 
-from dreamgym_env.envs.webarena.sites.base import Node, Site, link, listing, named, text
+from dreamgym_env.envs.webarena.sites import base as ui
+from dreamgym_env.envs.webarena.sites.base import Site, named
 
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "Grocery & Gourmet Food": (
@@ -208,10 +209,7 @@ class StoreState:
         if not self.statuses:  # the common case: nothing to overlay, no order rebuilt
             return everything
         return [
-            Order(o.number, o.customer_id, o.date, o.lines, self.statuses[o.number])
-            if o.number in self.statuses
-            else o
-            for o in everything
+            replace(o, status=self.statuses[o.number]) if o.number in self.statuses else o for o in everything
         ]
 
     def order(self, number: int) -> Order | None:
@@ -232,11 +230,11 @@ class StoreSite(Site[StoreState]):
     def store(self) -> Store:
         return self.state.store
 
-    def price_text(self, product: Product) -> Node:
+    def price_text(self, product: Product) -> ui.Node:
         """A product's price as the pages show it: the current one, which the admin may have changed."""
-        return text(f"Price: {money(self.state.price(product))}")
+        return ui.text(f"Price: {money(self.state.price(product))}")
 
-    def order_contents(self, order: Order, product_links: bool) -> list[Node]:
+    def order_contents(self, order: Order, product_links: bool) -> list[ui.Node]:
         """What both order pages show of an order: its lines and grand total.
 
         A line shows its product (a link to its page with ``product_links``), quantity and price.
@@ -244,9 +242,9 @@ class StoreSite(Site[StoreState]):
         rows = []
         for line in order.lines:
             name = self.store.products[line.product_id].name
-            product = link(name, self.url(f"/product/{line.product_id}")) if product_links else text(name)
-            rows.append([product, text(f"Qty: {line.qty}"), text(f"Price: {money(line.price)}")])
-        return [listing(rows), text(f"Grand Total: {money(order.total)}")]
+            product = self.link(name, f"/product/{line.product_id}") if product_links else ui.text(name)
+            rows.append([product, ui.text(f"Qty: {line.qty}"), ui.text(f"Price: {money(line.price)}")])
+        return [ui.listing(rows), ui.text(f"Grand Total: {money(order.total)}")]
 
 
 def bestsellers(store: Store, year: int, month: int | None = None) -> list[tuple[Product, int]]:
@@ -315,5 +313,5 @@ def load_store(seed: int) -> Store:
         status = rng.choices(STATUSES, weights=(3, 3, 8, 1, 1))[0]
         orders.append(Order(0, customer, _date(rng), lines, status))
     orders.sort(key=lambda o: o.date)
-    numbered = tuple(Order(101 + i, o.customer_id, o.date, o.lines, o.status) for i, o in enumerate(orders))
+    numbered = tuple(replace(o, number=101 + i) for i, o in enumerate(orders))
     return Store(seed, tuple(products), tuple(customers), numbered)
