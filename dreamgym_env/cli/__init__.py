@@ -22,7 +22,15 @@ from dreamgym_env.cli.buffer import buffer_app
 from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.experience import experience_app
 from dreamgym_env.cli.fidelity import fidelity_command
-from dreamgym_env.cli.options import DomainOption, PolicyOption, domain_or_default, print_plain
+from dreamgym_env.cli.options import (
+    DomainOption,
+    PolicyOption,
+    PolicySeedOption,
+    SplitOption,
+    StateModeOption,
+    domain_or_default,
+    print_plain,
+)
 from dreamgym_env.cli.serve import serve_command
 from dreamgym_env.cli.sim2real import sim2real_command
 from dreamgym_env.cli.tasks import tasks_app
@@ -74,10 +82,7 @@ def demo(
             "pack's trained model, trained without demonstrations)."
         ),
     ] = None,
-    state_mode: Annotated[
-        str | None,
-        typer.Option(help="'structured' (default where the domain has a state schema) or 'text'."),
-    ] = None,
+    state_mode: StateModeOption = None,
     full: Annotated[bool, typer.Option(help="Show whole states, not their first lines.")] = False,
 ) -> None:
     """Synthetic episodes beside the reference env, step by step, then a fidelity summary."""
@@ -104,13 +109,8 @@ def episode(
     reference: Annotated[
         bool, typer.Option(help="Run the reference env instead of the synthetic one.")
     ] = False,
-    seed: Annotated[int, typer.Option(help="Seed of the task draw and the policy.")] = 0,
-    state_mode: Annotated[
-        str | None,
-        typer.Option(
-            help="Synthetic env: 'structured' (the id's default where the domain has a schema) or 'text'."
-        ),
-    ] = None,
+    seed: PolicySeedOption = 0,
+    state_mode: StateModeOption = None,
 ) -> None:
     """Run one episode and print each step: action, reasoning, next state, reward.
 
@@ -155,8 +155,8 @@ def collect(
     domain: DomainOption = None,
     policy: PolicyOption = "expert",
     episodes: Annotated[int, typer.Option(min=1, help="Number of episodes.")] = 100,
-    seed: Annotated[int, typer.Option(help="Seed of tasks and policy.")] = 0,
-    split: Annotated[str, typer.Option(help="Task split: train or test.")] = "train",
+    seed: PolicySeedOption = 0,
+    split: SplitOption = "train",
     epsilon: Annotated[float, typer.Option(help="Random-action share of the noisy policy.")] = 0.3,
 ) -> None:
     """Collect offline trajectories in the reference env (docs/data-format.md)."""

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from dreamgym_env.cli.options import SplitOption
 from dreamgym_env.errors import ConfigurationError
 
 
@@ -30,7 +31,7 @@ def bench_command(
     num_envs: Annotated[
         int, typer.Option(min=1, help="Episodes run at once (the agent's and the model's batch).")
     ] = 4,
-    split: Annotated[str, typer.Option(help="Task split: test or train.")] = "test",
+    split: SplitOption = "test",
     max_steps: Annotated[
         int | None,
         typer.Option(

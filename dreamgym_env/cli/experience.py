@@ -24,7 +24,8 @@ from dreamgym_env.cli.options import (
     MaxMinutesOption,
     OptimiserStepsOption,
     ResumeOption,
-    TrainExamplesOption,
+    ThreadsOption,
+    TrainingSeedOption,
     domain_or_default,
     print_plain,
 )
@@ -50,7 +51,9 @@ def _training_summary(stats: dict[str, Any]) -> str:
 def dataset_command(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one SFT example a line).")],
     domain: DomainOption = None,
-    n: TrainExamplesOption = 600,
+    n: Annotated[
+        int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
+    ] = 600,
     test_n: Annotated[
         int | None, typer.Option(min=0, help="Test examples, from the test tasks (default: n / 5).")
     ] = None,
@@ -99,13 +102,11 @@ def train_command(
     batch_size: Annotated[int, typer.Option(min=1, help="Examples per device step.")] = 1,
     grad_accum: Annotated[int, typer.Option(min=1, help="Device steps per optimiser step.")] = 1,
     save_steps: Annotated[int, typer.Option(min=1, help="A checkpoint every this many steps.")] = 20,
-    seed: Annotated[int, typer.Option(help="Seed of the data order and the adapter's initialisation.")] = 0,
+    seed: TrainingSeedOption = 0,
     gradient_checkpointing: Annotated[
         bool, typer.Option(help="Recompute activations in the backward pass: less memory, more time.")
     ] = False,
-    threads: Annotated[
-        int | None, typer.Option(min=1, help="CPU threads (default: torch's; fewer on a busy machine).")
-    ] = None,
+    threads: ThreadsOption = None,
     max_minutes: MaxMinutesOption = None,
     resume: ResumeOption = False,
 ) -> None:
@@ -152,8 +153,8 @@ def distill_command(
     learning_rate: LearningRateOption = 3e-3,
     end_weight: EndWeightOption = 4,
     decisive_weight: DecisiveWeightOption = 1,
-    seed: Annotated[int, typer.Option(help="Seed of the data order and the initialisation.")] = 0,
-    threads: Annotated[int | None, typer.Option(min=1, help="CPU threads (default: torch's).")] = None,
+    seed: TrainingSeedOption = 0,
+    threads: ThreadsOption = None,
     max_minutes: MaxMinutesOption = None,
     resume: ResumeOption = False,
 ) -> None:

@@ -3,15 +3,15 @@
 Samples reference transitions (:mod:`dreamgym_env.bench.sampling`), asks the model for each in
 every mode and grounding chosen (:mod:`dreamgym_env.bench.fidelity_runs`), with ``--rollouts N``
 replays N synthetic expert and noisy episodes in the reference env (:mod:`dreamgym_env.bench.consistency`),
-and writes the
-reports to ``--out``: ``fidelity.md`` (also printed), ``fidelity.json``, two PNG plots (with
-matplotlib, the ``bench`` extra) and ``fidelity.html`` (:mod:`dreamgym_env.bench.html_report`).
+and writes the reports to ``--out``: ``fidelity.md`` (also printed), ``fidelity.json``, two PNG
+plots (with matplotlib, the ``bench`` extra) and ``fidelity.html`` (:mod:`dreamgym_env.bench.html_report`).
 Wire it with ``app.command("fidelity")(fidelity_command)``.
 """
 
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -121,11 +121,8 @@ def fidelity_command(
     chosen_modes = cast("list[StateMode]", _choices(modes, MODES, "--modes"))
     groundings = cast("list[Grounding]", _choices(grounding, GROUNDINGS, "--grounding"))
     policies = _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
-    model_kind(
-        model
-    )  # oracle[:error_rate], endpoint[:model name], local[:base, preset, .gguf or trained dir]
-    experience_model = experience_model_for(pack, model, seed=seed)
-    try:
+    model_kind(model)  # a misspelt kind is refused naming the known ones
+    with closing(experience_model_for(pack, model, seed=seed)) as experience_model:
         if history_len is None:
             whole = not getattr(experience_model, "restorable", True)
             history_len = max(DEFAULT_HISTORY_LEN, pack.max_episode_steps) if whole else DEFAULT_HISTORY_LEN
@@ -160,8 +157,6 @@ def fidelity_command(
                     seed=seed,
                     progress=bar.update,
                 )
-    finally:
-        experience_model.close()
     results = FidelityResults(
         pack.name, model_label(experience_model), seed, history_len, samples, rows, consistency
     )

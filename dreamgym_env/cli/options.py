@@ -16,8 +16,14 @@ DomainOption = Annotated[
     str | None, typer.Option(help="Domain pack (default: the first registered, see `dreamgym envs`).")
 ]
 PolicyOption = Annotated[str, typer.Option(help="Policy: expert, noisy or random.")]
-TrainExamplesOption = Annotated[
-    int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
+PolicySeedOption = Annotated[int, typer.Option(help="Seed of the task draw and the policy.")]
+SplitOption = Annotated[str, typer.Option(help="Task split: train or test.")]
+StateModeOption = Annotated[
+    str | None,
+    typer.Option(
+        help="State mode of the synthetic env: 'structured' (the default where the domain has a state "
+        "schema) or 'text'."
+    ),
 ]
 EndWeightOption = Annotated[
     int, typer.Option(min=1, help="Times each episode-end example appears in the training set.")
@@ -37,6 +43,12 @@ OptimiserStepsOption = Annotated[int, typer.Option(min=1, help="Optimiser steps.
 LearningRateOption = Annotated[float, typer.Option(min=0.0, help="Peak learning rate.")]
 LoraRankOption = Annotated[int, typer.Option(min=1, help="LoRA rank.")]
 ResumeOption = Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")]
+TrainingSeedOption = Annotated[
+    int, typer.Option(help="Seed of the data order and the initialisation of the trained weights.")
+]
+ThreadsOption = Annotated[
+    int | None, typer.Option(min=1, help="CPU threads (default: torch's; fewer on a busy machine).")
+]
 
 
 def domain_or_default(name: str | None) -> Domain:

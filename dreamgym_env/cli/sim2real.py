@@ -11,15 +11,14 @@ from typing import Annotated, cast
 
 import typer
 
-from dreamgym_env.envs.registry import default_domain
-from dreamgym_env.errors import ConfigurationError, DreamGymError
+from dreamgym_env.cli.errors import exit_on_error
+from dreamgym_env.cli.options import DomainOption, domain_or_default
+from dreamgym_env.errors import ConfigurationError
 
 
+@exit_on_error  # on a plain Typer too; a DreamGymTyper wraps its commands itself
 def sim2real_command(
-    domain: Annotated[
-        str | None,
-        typer.Option(help="Domain pack to run on (default: the first registered, see `dreamgym envs`)."),
-    ] = None,
+    domain: DomainOption = None,
     algo: Annotated[str, typer.Option(help="RL algorithm: 'ppo' (sb3-contrib MaskablePPO).")] = "ppo",
     real_steps: Annotated[
         int, typer.Option(help="Real-env steps of the PPO (real env) baseline: N.")
@@ -84,30 +83,26 @@ def sim2real_command(
     )
 
     console = Console()
-    try:
-        config = Sim2RealConfig(
-            domain=domain or default_domain().name,
-            algo=algo,
-            real_steps=real_steps,
-            synthetic_steps=synthetic_steps,
-            s2r_real_steps=s2r_real_steps,
-            model=model,
-            error_rates=parse_error_rates(error_rates),
-            reward=cast("RewardKind", reward),  # checked by Sim2RealConfig
-            synthetic_reward=cast("RewardSource", synthetic_reward),
-            eval_tasks=eval_tasks,
-            workers=workers,
-            seed=seed,
-            out_dir=out_dir,
-        )
-        if max_actions is not None:
-            if max_actions < 1:
-                raise ConfigurationError(f"--max-actions must be >= 1, got {max_actions}")
-            config = with_overrides(config, max_actions=max_actions)
-        report = run_sim2real(config, log=lambda line: console.print(line, markup=False, highlight=False))
-    except DreamGymError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(code=2) from exc
+    config = Sim2RealConfig(
+        domain=domain_or_default(domain).name,
+        algo=algo,
+        real_steps=real_steps,
+        synthetic_steps=synthetic_steps,
+        s2r_real_steps=s2r_real_steps,
+        model=model,
+        error_rates=parse_error_rates(error_rates),
+        reward=cast("RewardKind", reward),  # checked by Sim2RealConfig
+        synthetic_reward=cast("RewardSource", synthetic_reward),
+        eval_tasks=eval_tasks,
+        workers=workers,
+        seed=seed,
+        out_dir=out_dir,
+    )
+    if max_actions is not None:
+        if max_actions < 1:
+            raise ConfigurationError(f"--max-actions must be >= 1, got {max_actions}")
+        config = with_overrides(config, max_actions=max_actions)
+    report = run_sim2real(config, log=lambda line: console.print(line, markup=False, highlight=False))
     table = Table(title=f"Sim-to-real on {config.domain} ({report.seconds / 60:.1f} min)")
     for column in TABLE_COLUMNS:
         table.add_column(column, justify="right" if "steps" in column or "%" in column else "left")

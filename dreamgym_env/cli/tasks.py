@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from dreamgym_env.cli.errors import DreamGymTyper
-from dreamgym_env.cli.options import domain_or_default
+from dreamgym_env.cli.options import DomainOption, domain_or_default
 from dreamgym_env.curriculum.chat import ChatModel, EndpointChat
 from dreamgym_env.curriculum.curriculum import DEFAULT_NUM_SEEDS, Curriculum
 from dreamgym_env.curriculum.generator import (
@@ -126,10 +127,7 @@ def stats_table(path: str | Path, *, top: int = 20) -> Table:
 @tasks_app.command("generate")
 def generate_command(
     out: Annotated[Path, typer.Option(help="Output JSONL file, one task per line.")],
-    domain: Annotated[
-        str | None,
-        typer.Option(help="Domain of the tasks (default: the first registered, see `dreamgym envs`)."),
-    ] = None,
+    domain: DomainOption = None,
     n: Annotated[int, typer.Option("--n", help="How many tasks to write.")] = 100,
     stats: Annotated[
         Path | None, typer.Option(help="Curriculum statistics (SQLite): seed the highest-variance tasks.")
@@ -149,8 +147,7 @@ def generate_command(
     config = EndpointConfig.resolve(
         base_url=base_url if base_url is not None else UNSET, model=model if model is not None else UNSET
     )
-    chat = EndpointChat(config, temperature=temperature)
-    try:
+    with closing(EndpointChat(config, temperature=temperature)) as chat:
         report = generate_tasks(
             domain_or_default(domain),
             n,
@@ -163,8 +160,6 @@ def generate_command(
             concurrency=concurrency,
             seed=seed,
         )
-    finally:
-        chat.close()
     counts = report.counts()
     console.print(
         f"wrote {counts['accepted']} tasks to {out} ({report.calls} calls, "
