@@ -1,9 +1,10 @@
 """Which experience model a domain's synthetic env gets: the pack's trained model by default, or one named.
 
-A built-in pack ships trained experience models in its ``experience_model/`` folder
+A pack keeps its trained experience models in its ``experience_model/`` folder
 (:attr:`~dreamgym_env.domain.Domain.experience_model_dir`), trained on the pack's reference
-transitions: a LoRA adapter of the embedded base model (``dreamgym experience build``) and,
-in ``distilled/``, a small model trained from scratch (``dreamgym experience build --kind distilled``). With
+transitions: a LoRA adapter of the embedded base model (``dreamgym experience build --kind
+adapter``; no built-in pack ships one today) and, in ``distilled/``, a small model trained from
+scratch (``dreamgym experience build --kind distilled``; every built-in pack ships one). With
 no endpoint configured the synthetic envs use the one the pack prefers
 (:attr:`~dreamgym_env.domain.Domain.preferred_experience_model`); ``experience_model=
 "local:adapter"`` or ``"local:distilled"`` names one, ``"local:base"`` asks for the prompted

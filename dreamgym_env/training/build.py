@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -56,7 +56,13 @@ from dreamgym_env.experience.trained import (
     file_sha256,
     rebuild_command,
 )
-from dreamgym_env.training.dataset import read_examples, state_mode_of
+from dreamgym_env.training.dataset import (
+    examples_sha256,
+    held_out_count,
+    held_out_examples,
+    read_examples,
+    state_mode_of,
+)
 from dreamgym_env.training.distill import DEFAULT_VOCAB_SIZE, ModelSize
 
 logger = logging.getLogger(__name__)
@@ -230,7 +236,12 @@ def _data_current(path: Path, pack: Domain, config: BuildConfig) -> bool:
         pack.prompt, pack.state_json_schema if state_mode_of(pack) == "structured" else None
     )
     train = [row for row in rows if row.get("split") == "train"]
-    return len(train) == config.n and {row.get("prompt_fingerprint") for row in rows} == {fingerprint}
+    if len(train) != config.n or {row.get("prompt_fingerprint") for row in rows} != {fingerprint}:
+        return False
+    # The fingerprint misses what the requests hold beyond the prompt (world lines, given fields):
+    # the test split, made again in a second or so, must be the file's.
+    record = held_out_record(rows, config.data_recipe())
+    return examples_sha256(held_out_examples(pack, record["n"], seed=record["seed"])) == record["sha256"]
 
 
 def _trained_current(model_dir: Path, data: Path, config: BuildConfig) -> bool:
@@ -241,6 +252,20 @@ def _trained_current(model_dir: Path, data: Path, config: BuildConfig) -> bool:
     same_data = trained.data.get("sha256") in (None, file_sha256(data))
     same_base = trained.kind == config.kind and (config.kind == "distilled" or trained.base == config.base)
     return recipe == config.train_recipe() and same_data and same_base
+
+
+def held_out_record(rows: Sequence[dict[str, Any]], recipe: dict[str, Any]) -> dict[str, Any]:
+    """What makes the test split of ``rows`` (written by ``recipe``) again (:func:`~.dataset.held_out_examples`), and its SHA-256.
+
+    A shipped model's manifest keeps it: the test split made again by today's code must hash the
+    same, or what the model was trained on is no longer what the pack asks (``tests/envs/test_pack_models.py``).
+    """
+    test_rows = [row for row in rows if row["split"] == "test"]
+    return {
+        "n": held_out_count(recipe["n"], recipe["test_n"]),
+        "seed": recipe["seed"],
+        "sha256": examples_sha256(test_rows),
+    }
 
 
 def _policy_mix(data: Path) -> dict[str, Any]:
@@ -256,6 +281,7 @@ def _policy_mix(data: Path) -> dict[str, Any]:
         "train_tasks": len({row["task_id"] for row in rows if row["split"] == "train"}),
         "test_tasks": len({row["task_id"] for row in rows if row["split"] == "test"}),
         "reasoning_source": sorted({str(row.get("reasoning_source")) for row in rows}),
+        "test_split": held_out_record(rows, json.loads(_data_recipe_path(data).read_text(encoding="utf-8"))),
     }
 
 

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -354,6 +355,101 @@ def _shares(total: int) -> dict[str, int]:
     return {name: total // parts + (1 if i < total % parts else 0) for i, name in enumerate(POLICY_NAMES)}
 
 
+def held_out_count(n: int, test_n: int | None) -> int:
+    """The test examples :func:`build_dataset` writes beside ``n`` train ones (``None``: a fifth of ``n``)."""
+    return max(1, round(n * DEFAULT_TEST_FRACTION)) if test_n is None else test_n
+
+
+def _test_plan(test_n: int, seed: int) -> list[tuple[Split, str, int, int, Sequence[Task] | None]]:
+    """The test split's share of each policy, with its seed (after the train shares' seeds)."""
+    return [
+        ("test", name, count, seed + 7919 * (len(POLICY_NAMES) + index), None)
+        for index, (name, count) in enumerate(_shares(test_n).items())
+    ]
+
+
+def _policy_examples(
+    pack: Domain,
+    split: Split,
+    policy: str,
+    count: int,
+    *,
+    seed: int,
+    tasks: Sequence[Task] | None,
+    allowed: dict[str, set[str]],
+    history_len: int,
+    end_share: float | None,
+    reasoning: Callable[[ExperienceRequest, Transition], str],
+    source: ReasoningSource,
+) -> tuple[list[dict[str, Any]], int]:
+    """``policy``'s SFT examples on ``split``, and how many transitions were left out as stale."""
+    rows: list[dict[str, Any]] = []
+    stale = 0
+    for reference in policy_transitions(
+        pack, split, policy, count, seed=seed, tasks=tasks, history_len=history_len, end_share=end_share
+    ):
+        task = reference.request.task
+        if task.id not in allowed[split] or (
+            task.parent_id is not None and task.parent_id not in allowed["train"]
+        ):
+            raise DataError(f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak")
+        if not given_fields_hold(reference.request, reference.truth):
+            stale += 1
+            continue
+        rows.append(
+            sft_example(
+                reference.request,
+                reference.truth,
+                reasoning(reference.request, reference.truth),
+                split=split,
+                policy=policy if tasks is None else f"{policy}:variation",
+                reasoning_source=source,
+            )
+        )
+    return rows, stale
+
+
+def held_out_examples(
+    domain: Domain | str, test_n: int, *, seed: int = 0, history_len: int = DEFAULT_HISTORY_LEN
+) -> list[dict[str, Any]]:
+    """The test examples :func:`build_dataset` writes for ``test_n`` and ``seed`` (reference reasoning).
+
+    They are made again from the reference env by today's code, so a shipped model's recorded
+    :func:`examples_sha256` of them differs once anything its requests or answers hold has
+    changed: the prompt, the world lines, the given, carried and updated fields, the reasoning.
+    """
+    pack = get_domain(domain)
+    allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
+    rows: list[dict[str, Any]] = []
+    for split, name, count, policy_seed, tasks in _test_plan(test_n, seed):
+        rows += _policy_examples(
+            pack,
+            split,
+            name,
+            count,
+            seed=policy_seed,
+            tasks=tasks,
+            allowed=allowed,
+            history_len=history_len,
+            end_share=None,
+            reasoning=partial(reference_reasoning, pack),
+            source="reference",
+        )[0]
+    return rows
+
+
+def examples_sha256(rows: Sequence[dict[str, Any]]) -> str:
+    """The SHA-256 of ``rows`` as :func:`build_dataset` writes them (one JSON object a line)."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(_example_line(row).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _example_line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
 def build_dataset(
     domain: Domain | str,
     n: int,
@@ -385,7 +481,7 @@ def build_dataset(
     pack = get_domain(domain)
     if n < 1:
         raise ConfigurationError(f"n must be >= 1, got {n}")
-    test_n = max(1, round(n * DEFAULT_TEST_FRACTION)) if test_n is None else test_n
+    test_n = held_out_count(n, test_n)
     if test_n < 0 or not 0.0 <= variation_share < 1.0:
         raise ConfigurationError("test_n must be >= 0 and variation_share in [0, 1)")
     if end_share is not None and not 0.0 <= end_share <= 1.0:
@@ -409,57 +505,45 @@ def build_dataset(
     else:
         notes.append(f"no curriculum variations: domain {pack.name!r} cannot check generated tasks")
     varied = round(n * variation_share) if generated else 0
-    plan: list[tuple[Split, str, int, Sequence[Task] | None]] = [
-        ("train", name, count, None) for name, count in _shares(n - varied).items()
+    # Seeds go by a policy's place among the train shares, then the test shares, then the
+    # variations, so that the test split does not depend on the teacher (see held_out_examples).
+    plan: list[tuple[Split, str, int, int, Sequence[Task] | None]] = [
+        ("train", name, count, seed + 7919 * index, None)
+        for index, (name, count) in enumerate(_shares(n - varied).items())
     ]
     if varied:
-        plan.append(("train", "expert", varied, generated))
-    plan += [("test", name, count, None) for name, count in _shares(test_n).items()]
+        plan.append(("train", "expert", varied, seed + 7919 * 2 * len(POLICY_NAMES), generated))
+    plan += _test_plan(test_n, seed)
     allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
     allowed["train"] |= {t.id for t in generated}
-    train_parents = allowed["train"]
     rows: list[dict[str, Any]] = []
     by_policy: Counter[str] = Counter()
     stale = 0
-    for index, (split, name, count, tasks) in enumerate(plan):
-        for reference in policy_transitions(
+    for split, name, count, policy_seed, tasks in plan:
+        made, left_out = _policy_examples(
             pack,
             split,
             name,
             count,
-            seed=seed + 7919 * index,
+            seed=policy_seed,
             tasks=tasks,
+            allowed=allowed,
             history_len=history_len,
             end_share=end_share if split == "train" else None,
-        ):
-            task = reference.request.task
-            if task.id not in allowed[split] or (
-                task.parent_id is not None and task.parent_id not in train_parents
-            ):
-                raise DataError(
-                    f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak"
-                )
-            if not given_fields_hold(reference.request, reference.truth):
-                stale += 1
-                continue
-            rows.append(
-                sft_example(
-                    reference.request,
-                    reference.truth,
-                    write_reasoning(reference.request, reference.truth),
-                    split=split,
-                    policy=name if tasks is None else f"{name}:variation",
-                    reasoning_source=source,
-                )
-            )
-            by_policy[rows[-1]["policy"]] += split == "train"
+            reasoning=write_reasoning,
+            source=source,
+        )
+        rows += made
+        stale += left_out
+        if split == "train":
+            by_policy.update(row["policy"] for row in made)
     if stale:
         notes.append(f"{stale} transitions left out: their given fields missed a change out of sight")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.write(_example_line(row))
     splits = {s: [r for r in rows if r["split"] == s] for s in ("train", "test")}
     return DatasetSummary(
         domain=pack.name,

@@ -16,7 +16,7 @@ from dreamgym_env.experience.prompt import prompt_fingerprint
 from dreamgym_env.experience.trained import MANIFEST_NAME, TrainedModel, file_sha256
 from dreamgym_env.training import evaluate
 from dreamgym_env.training.build import REPORT_NAME, BuildConfig, build_pack_model
-from dreamgym_env.training.dataset import ends_episode, read_examples
+from dreamgym_env.training.dataset import ends_episode, examples_sha256, read_examples
 from dreamgym_env.training.distill import ModelSize
 
 WEBSHOP = get_domain("webshop")
@@ -115,6 +115,20 @@ def test_a_changed_end_share_writes_the_data_again(built, config, caplog):
     assert "is current, kept" not in caplog.text
     with pytest.raises(ConfigurationError, match="end_share"):
         BuildConfig(end_share=-0.1)
+
+
+def test_data_whose_requests_changed_beyond_the_fingerprint_is_written_again(built, config, caplog, monkeypatch):
+    work, shipped = built
+    record = shipped.data["test_split"]
+    assert record == {"n": 3, "seed": 0, "sha256": examples_sha256(read_examples(work / "sft.jsonl", split="test"))}
+    shown = type(WEBSHOP).world_lines
+    monkeypatch.setattr(type(WEBSHOP), "world_lines", lambda self, *args: (*shown(self, *args), "one line more"))
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
+        build_pack_model("webshop", work, config, install=work / "pack", stages=("data",))
+        assert "is current, kept" not in caplog.text  # same prompt fingerprint, other requests
+        monkeypatch.undo()
+        build_pack_model("webshop", work, config, install=work / "pack", stages=("data",))  # back as it was
+    assert file_sha256(work / "sft.jsonl") == shipped.data["sha256"]
 
 
 def test_a_changed_recipe_trains_again(built, config, tmp_path):
@@ -290,7 +304,7 @@ def test_the_build_command_defaults_to_the_kind_the_pack_prefers(monkeypatch):
     def record(pack, work, config, *, install, stages):
         seen.update(pack=pack.name, work=work, kind=config.kind, n=config.n, install=install)
         seen["end_share"] = config.end_share
-        return TrainedModel.load(Path(str(get_domain("alfworld").experience_model_dir)))
+        return TrainedModel.load(Path(str(get_domain("alfworld").experience_model_dir)) / "distilled")
 
     monkeypatch.setattr(build, "build_pack_model", record)
     result = CliRunner().invoke(app, ["experience", "build", "--domain", "alfworld", "--stages", "report"])
