@@ -355,12 +355,16 @@ def _shares(total: int) -> dict[str, int]:
     return {name: total // parts + (1 if i < total % parts else 0) for i, name in enumerate(POLICY_NAMES)}
 
 
+PlanItem = tuple[Split, str, int, int, Sequence[Task] | None]
+"""``(split, policy, count, seed, tasks)``: one policy's share of a dataset (``tasks``: variations played)."""
+
+
 def held_out_count(n: int, test_n: int | None) -> int:
     """The test examples :func:`build_dataset` writes beside ``n`` train ones (``None``: a fifth of ``n``)."""
     return max(1, round(n * DEFAULT_TEST_FRACTION)) if test_n is None else test_n
 
 
-def _test_plan(test_n: int, seed: int) -> list[tuple[Split, str, int, int, Sequence[Task] | None]]:
+def _test_plan(test_n: int, seed: int) -> list[PlanItem]:
     """The test split's share of each policy, with its seed (after the train shares' seeds)."""
     return [
         ("test", name, count, seed + 7919 * (len(POLICY_NAMES) + index), None)
@@ -368,44 +372,46 @@ def _test_plan(test_n: int, seed: int) -> list[tuple[Split, str, int, int, Seque
     ]
 
 
-def _policy_examples(
+def _plan_examples(
     pack: Domain,
-    split: Split,
-    policy: str,
-    count: int,
+    plan: Sequence[PlanItem],
     *,
-    seed: int,
-    tasks: Sequence[Task] | None,
-    allowed: dict[str, set[str]],
+    generated: Sequence[Task],
     history_len: int,
     end_share: float | None,
     reasoning: Callable[[ExperienceRequest, Transition], str],
     source: ReasoningSource,
 ) -> tuple[list[dict[str, Any]], int]:
-    """``policy``'s SFT examples on ``split``, and how many transitions were left out as stale."""
+    """The SFT examples of ``plan``, and how many transitions were left out as stale."""
+    allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
+    allowed["train"] |= {t.id for t in generated}
     rows: list[dict[str, Any]] = []
     stale = 0
-    for reference in policy_transitions(
-        pack, split, policy, count, seed=seed, tasks=tasks, history_len=history_len, end_share=end_share
-    ):
-        task = reference.request.task
-        if task.id not in allowed[split] or (
-            task.parent_id is not None and task.parent_id not in allowed["train"]
-        ):
-            raise DataError(f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak")
-        if not given_fields_hold(reference.request, reference.truth):
-            stale += 1
-            continue
-        rows.append(
-            sft_example(
-                reference.request,
-                reference.truth,
-                reasoning(reference.request, reference.truth),
-                split=split,
-                policy=policy if tasks is None else f"{policy}:variation",
-                reasoning_source=source,
+    for split, policy, count, seed, tasks in plan:
+        for reference in policy_transitions(
+            pack, split, policy, count, seed=seed, tasks=tasks, history_len=history_len,
+            end_share=end_share if split == "train" else None,
+        ):  # fmt: skip
+            task = reference.request.task
+            if task.id not in allowed[split] or (
+                task.parent_id is not None and task.parent_id not in allowed["train"]
+            ):
+                raise DataError(
+                    f"task {task.id!r} is not a {split} task of {pack.name!r}: the split would leak"
+                )
+            if not given_fields_hold(reference.request, reference.truth):
+                stale += 1
+                continue
+            rows.append(
+                sft_example(
+                    reference.request,
+                    reference.truth,
+                    reasoning(reference.request, reference.truth),
+                    split=split,
+                    policy=policy if tasks is None else f"{policy}:variation",
+                    reasoning_source=source,
+                )
             )
-        )
     return rows, stale
 
 
@@ -419,23 +425,17 @@ def held_out_examples(
     changed: the prompt, the world lines, the given, carried and updated fields, the reasoning.
     """
     pack = get_domain(domain)
-    allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
-    rows: list[dict[str, Any]] = []
-    for split, name, count, policy_seed, tasks in _test_plan(test_n, seed):
-        rows += _policy_examples(
-            pack,
-            split,
-            name,
-            count,
-            seed=policy_seed,
-            tasks=tasks,
-            allowed=allowed,
-            history_len=history_len,
-            end_share=None,
-            reasoning=partial(reference_reasoning, pack),
-            source="reference",
-        )[0]
-    return rows
+    reasoning = partial(reference_reasoning, pack)
+    plan = _test_plan(test_n, seed)
+    return _plan_examples(
+        pack,
+        plan,
+        generated=(),
+        history_len=history_len,
+        end_share=None,
+        reasoning=reasoning,
+        source="reference",
+    )[0]
 
 
 def examples_sha256(rows: Sequence[dict[str, Any]]) -> str:
@@ -507,36 +507,18 @@ def build_dataset(
     varied = round(n * variation_share) if generated else 0
     # Seeds go by a policy's place among the train shares, then the test shares, then the
     # variations, so that the test split does not depend on the teacher (see held_out_examples).
-    plan: list[tuple[Split, str, int, int, Sequence[Task] | None]] = [
+    plan: list[PlanItem] = [
         ("train", name, count, seed + 7919 * index, None)
         for index, (name, count) in enumerate(_shares(n - varied).items())
     ]
     if varied:
         plan.append(("train", "expert", varied, seed + 7919 * 2 * len(POLICY_NAMES), generated))
     plan += _test_plan(test_n, seed)
-    allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
-    allowed["train"] |= {t.id for t in generated}
-    rows: list[dict[str, Any]] = []
-    by_policy: Counter[str] = Counter()
-    stale = 0
-    for split, name, count, policy_seed, tasks in plan:
-        made, left_out = _policy_examples(
-            pack,
-            split,
-            name,
-            count,
-            seed=policy_seed,
-            tasks=tasks,
-            allowed=allowed,
-            history_len=history_len,
-            end_share=end_share if split == "train" else None,
-            reasoning=write_reasoning,
-            source=source,
-        )
-        rows += made
-        stale += left_out
-        if split == "train":
-            by_policy.update(row["policy"] for row in made)
+    rows, stale = _plan_examples(
+        pack, plan, generated=generated, history_len=history_len, end_share=end_share, reasoning=write_reasoning,
+        source=source,
+    )  # fmt: skip
+    by_policy = Counter(row["policy"] for row in rows if row["split"] == "train")
     if stale:
         notes.append(f"{stale} transitions left out: their given fields missed a change out of sight")
     out = Path(out)
