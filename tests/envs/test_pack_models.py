@@ -1,7 +1,7 @@
 """The trained experience models the built-in packs ship: present, current with their requests, small.
 
 These fail when what a pack's requests hold changes without a rebuilt model (``dreamgym experience
-build --domain D --kind distilled``): its prompt, state schema or request assembly
+build --domain D --kind adapter|distilled``): its prompt, state schema or request assembly
 (``PROMPT_VERSION``, the fingerprint), and its world lines, given, carried and updated fields or
 reference reasoning (the held-out split made again); when a model file is replaced without its
 manifest, or when a pack stops shipping its model.
@@ -19,15 +19,46 @@ from dreamgym_env.training.dataset import examples_sha256, held_out_examples
 
 SHIPPED = ("webshop", "alfworld", "webarena")
 """The built-in packs that ship a trained model (docs/experience-models.md says why the others do not yet)."""
+ADAPTERS = ("webshop",)
+"""The built-in packs that ship a LoRA adapter (``local:adapter``), rebuilt on 2026-12-06 on today's requests."""
 BUILT_IN = ("webshop", "alfworld", "webarena")
+MAX_ADAPTER_MB = 20
+"""The packs' adapters and the rest of the wheel stay under PyPI's 100 MB."""
 
 
 def test_exactly_the_listed_packs_ship_a_trained_model():
     assert tuple(name for name in BUILT_IN if pack_trained_model(get_domain(name)) is not None) == SHIPPED
 
 
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_a_shipped_adapter_is_current_with_its_packs_prompt_and_its_file(name):
+    pack = get_domain(name)
+    trained = pack_models(pack).adapter
+    assert trained is not None and trained.domain == name
+    assert trained.staleness(pack) is None, f"rebuild it: {trained.rebuild_command}"
+    assert trained.state_mode == "structured"  # the synthetic ids' default mode
+    assert trained.adapter_gguf is not None and file_sha256(trained.adapter_gguf) == trained.adapter_sha256
+    assert trained.adapter_gguf.stat().st_size < MAX_ADAPTER_MB * 1e6
+    assert trained.base == "qwen-0.5b" and trained.base_gguf is None  # portable: the preset, not a path
+    assert trained.local_settings() == {"preset": "qwen-0.5b", "lora_adapter": str(trained.adapter_gguf)}
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
+def test_a_shipped_adapter_records_its_data_and_its_held_out_measurements(name):
+    trained = pack_models(get_domain(name)).adapter
+    assert trained is not None
+    train_mix = trained.data["examples"]["train"]
+    assert set(train_mix) == {"expert", "noisy", "random"} and min(train_mix.values()) > 0
+    assert trained.data["train_tasks"] == len(trained.train_task_ids) > 0
+    measured = trained.evaluation
+    assert measured["adapter_sha256"] == trained.adapter_sha256  # measured on this very adapter
+    assert measured["trained"]["n"] == measured["base"]["n"] > 0
+    test_tasks = {t.id for t in get_domain(name).tasks("test")}
+    assert not trained.train_task_ids & test_tasks  # evaluation tasks were never trained on
+
+
 DISTILLED = ("webshop", "alfworld", "webarena")
-"""The built-in packs that ship a distilled model (``local:distilled``)."""
+"""The built-in packs that ship a distilled model (``local:distilled``), their default."""
 MAX_DISTILLED_MB = 10
 
 
@@ -49,15 +80,17 @@ def test_a_shipped_distilled_model_is_current_and_measured_on_its_file(name):
     assert distilled.train_task_ids and not distilled.train_task_ids & test_tasks
 
 
-@pytest.mark.parametrize("name", DISTILLED)
-def test_a_shipped_distilled_model_was_trained_on_the_requests_the_pack_makes_today(name):
+@pytest.mark.parametrize(
+    ("name", "kind"), [(name, "distilled") for name in DISTILLED] + [(name, "adapter") for name in ADAPTERS]
+)
+def test_a_shipped_model_was_trained_on_the_requests_the_pack_makes_today(name, kind):
     """The prompt fingerprint misses world lines, given fields and reasoning: the held-out split, made again, does not."""
-    distilled = _distilled(name)
-    assert distilled is not None
-    record = distilled.data["test_split"]
+    trained = pack_models(get_domain(name)).get(kind)
+    assert trained is not None
+    record = trained.data["test_split"]
     remade = held_out_examples(name, record["n"], seed=record["seed"])
     assert len(remade) >= 0.9 * record["n"]
-    assert examples_sha256(remade) == record["sha256"], f"stale; rebuild it: {distilled.rebuild_command}"
+    assert examples_sha256(remade) == record["sha256"], f"stale; rebuild it: {trained.rebuild_command}"
 
 
 def test_the_held_out_split_changes_with_a_packs_world_lines(monkeypatch):
@@ -95,13 +128,18 @@ def test_the_default_model_is_the_one_the_pack_prefers_and_both_stay_nameable(na
     pack, models = get_domain(name), pack_models(get_domain(name))
     kind = "distilled" if name in PREFERS_DISTILLED else "adapter"
     assert pack.preferred_experience_model == kind and models.default is models.get(kind)
-    assert models.adapter is None
+    assert (models.adapter is not None) == (name in ADAPTERS)
     default = experience_model_for(pack)
     assert isinstance(default, local.LocalExperienceModel) and default.trained_model is not None
     assert models.default is not None and default.trained_model.directory == models.default.directory
-    # The adapters were withdrawn when their requests went stale (runs/issue31/withdrawn-adapters).
-    with pytest.raises(ConfigurationError, match=f"the {name} pack ships no adapter experience model; train one with `dreamgym experience build --domain {name} --kind adapter`"):
-        experience_model_for(pack, "local:adapter")
+    if name not in ADAPTERS:
+        with pytest.raises(ConfigurationError, match=f"the {name} pack ships no adapter experience model; train one with `dreamgym experience build --domain {name} --kind adapter`"):
+            experience_model_for(pack, "local:adapter")
+        return
+    adapter = experience_model_for(pack, "local:adapter")
+    assert isinstance(adapter, local.LocalExperienceModel) and adapter.trained_model is not None
+    assert models.adapter is not None and adapter.trained_model.directory == models.adapter.directory
+    assert adapter.settings.lora_adapter == str(models.adapter.adapter_gguf)
 
 
 def test_a_pack_shipping_only_its_less_preferred_model_gets_that_one(tmp_path):
