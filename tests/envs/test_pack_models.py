@@ -19,7 +19,7 @@ from dreamgym_env.training.dataset import examples_sha256, held_out_examples
 
 SHIPPED = ("webshop", "alfworld", "webarena")
 """The built-in packs that ship a trained model (docs/experience-models.md says why the others do not yet)."""
-ADAPTERS = ("webshop",)
+ADAPTERS = ("webshop", "alfworld")
 """The built-in packs that ship a LoRA adapter (``local:adapter``), rebuilt on 2026-12-06 on today's requests."""
 BUILT_IN = ("webshop", "alfworld", "webarena")
 MAX_ADAPTER_MB = 20
