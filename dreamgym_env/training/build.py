@@ -229,7 +229,7 @@ def _data_current(path: Path, pack: Domain, config: BuildConfig) -> bool:
     if not path.is_file():
         return False
     recipe = _data_recipe_path(path)
-    if recipe.is_file() and json.loads(recipe.read_text(encoding="utf-8")) != config.data_recipe():
+    if not recipe.is_file() or json.loads(recipe.read_text(encoding="utf-8")) != config.data_recipe():
         return False
     rows = read_examples(path)
     fingerprint = prompt_fingerprint(

@@ -131,6 +131,15 @@ def test_data_whose_requests_changed_beyond_the_fingerprint_is_written_again(bui
     assert file_sha256(work / "sft.jsonl") == shipped.data["sha256"]
 
 
+def test_data_without_its_recipe_is_written_again(built, config, caplog):
+    work, shipped = built
+    (work / "sft.recipe.json").unlink()  # e.g. a work folder of a build before recipes were kept
+    with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
+        build_pack_model("webshop", work, config, install=work / "pack", stages=("data",))
+    assert "is current, kept" not in caplog.text
+    assert (work / "sft.recipe.json").is_file() and file_sha256(work / "sft.jsonl") == shipped.data["sha256"]
+
+
 def test_a_changed_recipe_trains_again(built, config, tmp_path):
     work, _ = built
     other = tmp_path / "work"
