@@ -170,6 +170,10 @@ class Domain(ABC):
     win ends the episode, not the model's "done" (e.g. a household task that ends once placed)."""
     reward_modes: tuple[RewardMode, ...] = ("outcome",)
     """The ``reward`` values the reference env accepts."""
+    max_action_chars: int = 1_000
+    """The longest action :meth:`parse_action` accepts; a longer one is invalid, and the synthetic
+    env keeps a rejected action cut to this length in the episode's history (the model's requests
+    and the replay buffer), so one junk action cannot flood the next requests."""
     state_schema: ClassVar[type[BaseModel] | None] = None
     """The pydantic model of the domain's abstract state, for structured mode (``None``: text only).
 

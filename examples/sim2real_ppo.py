@@ -36,7 +36,7 @@ from dreamgym_env.rl.sb3 import (
     wrap_for_sb3,
 )
 from dreamgym_env.rl.sim2real import RewardKind, Sim2RealConfig, make_experience_model, synthetic_settings
-from dreamgym_env.wrappers import SimToReal, TruncateOnModelError
+from dreamgym_env.wrappers import SimToReal
 
 
 @dataclass
@@ -84,8 +84,9 @@ def main(options: Options) -> dict[str, float]:
     def real_env(split: str) -> gym.Env:
         return domain.make_reference_env(split=split, max_steps=domain.max_episode_steps, reward=reward)
 
-    def synthetic_env() -> gym.Env:
-        env = DreamEnv(
+    def synthetic_env() -> DreamEnv:
+        # a step the model cannot answer ends that episode truncated (info["error"]), not the run
+        return DreamEnv(
             domain,
             experience_model,
             max_steps=domain.max_episode_steps,
@@ -93,7 +94,6 @@ def main(options: Options) -> dict[str, float]:
             state_mode=settings.state_mode,
             history_len=settings.history_len,
         )
-        return TruncateOnModelError(env)  # an unusable answer ends that episode, not the run
 
     def ppo(envs: DummyVecEnv) -> MaskablePPO:
         return MaskablePPO(
@@ -151,7 +151,7 @@ def main(options: Options) -> dict[str, float]:
     results["DreamGym-S2R-PPO"] = test(
         agent, f"DreamGym-S2R-PPO, then {monitor.real_steps:,} real steps", started
     )
-    failed = sum(side.synthetic_env.failures for side in sides)  # type: ignore[attr-defined]
+    failed = sum(side.synthetic_env.unwrapped.model_failures for side in sides)  # type: ignore[attr-defined]
     print(f"synthetic steps the model could not answer (episode ended): {failed}")
     experience_model.close()
     return results

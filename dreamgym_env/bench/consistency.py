@@ -172,6 +172,7 @@ def rollout_consistency(
         max_steps=domain.max_episode_steps,
         history_len=history_len,
         state_mode=state_mode,
+        on_model_error="raise",  # an unanswered step is counted as stopped, not as a truncation
     )
     reference = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
     reports = []

@@ -269,7 +269,7 @@ def _step_lanes(envs: Sequence[gym.Env], actions: Mapping[int, str]) -> dict[int
     step result, and only that lane (:func:`~dreamgym_env.envs.stepping.step_many`).
     """
     dreams = {i: envs[i].unwrapped for i in actions}
-    if len(actions) < 2 or not all(isinstance(env, DreamEnv) for env in dreams.values()):
+    if not all(isinstance(env, DreamEnv) for env in dreams.values()):
         return {i: _step_one(envs[i], action) for i, action in actions.items()}
     lanes = list(actions)
     stepped = step_many(

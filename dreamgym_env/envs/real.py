@@ -49,6 +49,7 @@ import numpy as np
 
 from dreamgym_env.domain import ActionError, Domain, RewardMode, StepResult
 from dreamgym_env.envs.reference import DEFAULT_MAX_TEXT_LENGTH, TextRendering
+from dreamgym_env.envs.tasksets import reset_task
 from dreamgym_env.errors import (
     ConfigurationError,
     RealServerError,
@@ -375,7 +376,7 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        index = self.resolve_index((options or {}).get("task"))
+        index = self.resolve_index(reset_task(options, type(self).__name__))
         self._done = True  # until the server has answered
         if self._instance is None:
             self._instance = self._create()

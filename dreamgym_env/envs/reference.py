@@ -28,7 +28,7 @@ import gymnasium as gym
 
 from dreamgym_env.domain import ActionError, Domain, RewardMode, StepResult
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.tasksets import TaskSet
+from dreamgym_env.envs.tasksets import TaskSet, reset_task
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.prompt import utf8_safe
 from dreamgym_env.spaces import UnicodeText
@@ -239,7 +239,7 @@ class ReferenceEnvBase(TextRendering, gym.Env[str, str], ABC):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        self._start(self.resolve_task((options or {}).get("task")))
+        self._start(self.resolve_task(reset_task(options, type(self).__name__)))
         self.elapsed_steps, self._done = 0, False
         return self.observation, {**self._task_info(), **self._state_info()}
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from dreamgym_env.envs.synthetic import DreamEnv, PendingStep, ReadyStep, StepResult
-from dreamgym_env.errors import ConfigurationError, DreamGymError
+from dreamgym_env.errors import ConfigurationError, DreamGymError, ExperienceModelError
 from dreamgym_env.experience.backend import request_context
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import ExperienceRequest, Transition
@@ -31,12 +31,15 @@ def step_many(
     """Step each env with its action; the valid actions of envs sharing a model go as one ``predict`` batch.
 
     Every env is planned (invalid actions answered without a call), every model batch asked and
-    every answer checked before any env records anything. An error is raised with no env moved,
-    so the same call can be retried; ``on_error`` sees it first with the positions it concerns.
-    Errors of the types in ``isolate`` (e.g. the model's unusable answers) instead fail their own
-    env alone: a failed batch is asked again one request at a time (a backend cancels a batch's
-    other requests at its first failure), each env whose request or transition fails gets its
-    error in the returned list and stays as it was, and the others step.
+    every answer checked before any env records anything. A model failure
+    (:class:`~dreamgym_env.errors.ExperienceModelError`) fails its own env alone: a failed batch
+    is asked again one request at a time (a backend cancels a batch's other requests at its first
+    failure), and the others step. An env whose request fails then ends its episode truncated
+    (its ``on_model_error``, default ``"truncate"``), or, for errors of the types in ``isolate``
+    (e.g. a benchmark that records them), gets its error in the returned list and stays as it was.
+    Any other error, and a model failure of an env with ``on_model_error="raise"``, is raised with
+    no env moved, so the same call can be retried; ``on_error`` sees it first with the positions
+    it concerns.
     """
     if len(envs) != len(actions):
         raise ConfigurationError(f"got {len(actions)} actions for {len(envs)} envs")
@@ -55,22 +58,39 @@ def step_many(
             batches.setdefault(id(envs[i].experience_model), []).append(i)
     for positions in batches.values():
         pending = {i: plans[i] for i in positions}
-        answers = _answers(envs[positions[0]].experience_model, pending, isolate, on_error)  # type: ignore[arg-type]
+        # a batch with an env that truncates on a model failure learns which request failed
+        truncates = any(envs[i].on_model_error == "truncate" for i in positions)
+        caught: tuple[type[BaseException], ...] = (*isolate, ExperienceModelError) if truncates else isolate
+        answers = _answers(envs[positions[0]].experience_model, pending, caught, on_error)  # type: ignore[arg-type]
         for i, answer in zip(positions, answers, strict=True):
             if isinstance(answer, BaseException):
                 outcomes[i] = answer
                 continue
             try:
                 outcomes[i] = envs[i]._resolve_step(plans[i], answer)  # type: ignore[arg-type]
-            except isolate as exc:
+            except caught as exc:
                 outcomes[i] = exc
             except DreamGymError as exc:
                 _raise(exc, [i], True, on_error)
+    for i, outcome in enumerate(outcomes):  # before any env records: a raise leaves all as they were
+        failed = isinstance(outcome, ExperienceModelError) and not isinstance(outcome, isolate)
+        if failed and envs[i].on_model_error == "raise":
+            _raise(cast(ExperienceModelError, outcome), [i], True, on_error)
     return [
-        env._commit_step(outcome) if isinstance(outcome, ReadyStep) else outcome
+        _commit(env, outcome, isolate)
         for env, outcome in zip(envs, outcomes, strict=True)
         if outcome is not None
     ]
+
+
+def _commit(
+    env: DreamEnv, outcome: ReadyStep | BaseException, isolate: tuple[type[BaseException], ...]
+) -> StepResult | BaseException:
+    if isinstance(outcome, ReadyStep):
+        return env._commit_step(outcome)
+    if isinstance(outcome, ExperienceModelError) and not isinstance(outcome, isolate):
+        return env._end_on_model_error(outcome)
+    return outcome
 
 
 def _answers(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -13,12 +14,15 @@ from pydantic import BaseModel
 from dreamgym_env.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, RewardMode, StepResult
 from dreamgym_env.envs.models import env_experience_model
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.errors import ConfigurationError, ModelOutputError, UnknownNameError
+from dreamgym_env.envs.tasksets import reset_task
+from dreamgym_env.errors import ConfigurationError, ExperienceModelError, ModelOutputError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.prompt import clip, utf8_safe
 from dreamgym_env.experience.selection import served_trained_model
 from dreamgym_env.spaces import UnicodeText
 from dreamgym_env.types import Demonstration, ExperienceRequest, Step, Task, Transition, Usage
+
+logger = logging.getLogger(__name__)
 
 ContextProvider = Callable[[ExperienceRequest], Sequence[Demonstration]]
 """Returns demonstrations to add to a request before it reaches the model (replay grounding)."""
@@ -33,6 +37,9 @@ SHOWN_ACTION_CHARS = 200
 """How much of a non-string action's ``repr`` the recorded step keeps."""
 StateMode = Literal["text", "structured"]
 RewardSource = Literal["model", "rubric"]
+OnModelError = Literal["truncate", "raise"]
+"""What a step does when the model cannot answer it after its retries and re-asks: end the
+episode truncated (``"truncate"``, the default) or raise the typed error (``"raise"``)."""
 
 
 @dataclass
@@ -77,7 +84,9 @@ class DreamEnv(gym.Env[str, str]):
     into ``env.state_text``. A predicted
     state longer than ``max_text_length`` raises
     :class:`~dreamgym_env.errors.ModelOutputError` and records nothing (endpoint and local
-    backends already re-ask answers over the answer schema's ``maxLength``).
+    backends already re-ask answers over the answer schema's ``maxLength``), and so does a
+    dead end: a next state whose admissible actions are none, on a step that does not end the
+    episode (see Episode End for what the error does).
 
     ## Action Space
     ``UnicodeText``: any string. Valid strings follow the domain's grammar
@@ -112,7 +121,8 @@ class DreamEnv(gym.Env[str, str]):
     ``admissible_actions`` (where the domain has them, from the state's text), ``state`` (the
     state's text, ``env.state_text``), ``reasoning``, ``usage`` (a dict: tokens,
     latency, cache hit; zero tokens and ``attempts`` 0 for an invalid action, which makes no model
-    call), ``won`` (reward 1 at the end), ``error`` (for invalid actions).
+    call), ``won`` (reward 1 at the end), ``error`` (why an action was invalid, or the model
+    failure that truncated the episode: ``"ModelOutputError: ..."``).
 
     ## Arguments
     | argument | default | meaning |
@@ -129,12 +139,13 @@ class DreamEnv(gym.Env[str, str]):
     | ``**model_settings`` | | settings of the model the env builds when none is passed, e.g. ``timeout_s``, ``deadline_s``, ``base_url``, ``model`` (see ``default_experience_model``); an unknown keyword is a ``ConfigurationError`` that lists the accepted ones |
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
     | ``rubric`` | ``"outcome"`` | what the rubric pays, as the reference env's ``reward``: ``"outcome"`` (1 for a win) or ``"score"`` (e.g. WebShop's purchase score) |
+    | ``on_model_error`` | ``"truncate"`` | a step the model cannot answer ends the episode truncated; ``"raise"``: raises the typed error |
 
     ## Version History
     * v0: first release.
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
     def __init__(
         self,
@@ -150,9 +161,12 @@ class DreamEnv(gym.Env[str, str]):
         state_mode: StateMode = "text",
         reward_mode: RewardSource = "model",
         rubric: RewardMode = "outcome",
+        on_model_error: OnModelError = "truncate",
         **model_settings: Any,
     ) -> None:
         self.domain = get_domain(domain)
+        if on_model_error not in ("truncate", "raise"):
+            raise ConfigurationError(f"on_model_error must be 'truncate' or 'raise', got {on_model_error!r}")
         if state_mode not in ("text", "structured"):
             raise ConfigurationError(f"state_mode must be 'text' or 'structured', got {state_mode!r}")
         if reward_mode not in ("model", "rubric"):
@@ -203,6 +217,9 @@ class DreamEnv(gym.Env[str, str]):
         self.observation = ""
         """What the agent sees of the current state (``Domain.render_observation`` of its text)."""
         self._abstract: BaseModel | None = None  # structured mode: ``state`` parsed once per step
+        self.on_model_error: OnModelError = on_model_error
+        self.model_failures = 0
+        """Episodes this env ended truncated because the model could not answer a step."""
         self.steps: list[Step] = []
         self._done = True
 
@@ -250,7 +267,7 @@ class DreamEnv(gym.Env[str, str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        self.task = self.resolve_task((options or {}).get("task"))
+        self.task = self.resolve_task(reset_task(options, type(self).__name__))
         if self.state_mode == "structured":
             self._set_state(self.domain.initial_abstract_state(self.task).model_dump_json())
         else:
@@ -290,7 +307,12 @@ class DreamEnv(gym.Env[str, str]):
     def step(self, action: str) -> StepResult:
         planned = self._plan_step(action)
         if isinstance(planned, PendingStep):
-            planned = self._resolve_step(planned, self.experience_model.predict_one(planned.request))
+            try:
+                planned = self._resolve_step(planned, self.experience_model.predict_one(planned.request))
+            except ExperienceModelError as exc:
+                if self.on_model_error == "raise":
+                    raise
+                return self._end_on_model_error(exc)
         return self._commit_step(planned)
 
     # The phases of a step, which envs.stepping.step_many runs over many envs: nothing is
@@ -316,7 +338,9 @@ class DreamEnv(gym.Env[str, str]):
             feedback = self.domain.invalid_action_feedback(self.state_text, parsed)
             # In structured mode the state itself is unchanged; the feedback is the observation.
             after = self.state if self.state_mode == "structured" else feedback
-            step = Step(state=self.state, action=text, next_state=after, action_valid=False)
+            # cut to what the grammar accepts: the history sent with later requests stays small
+            shown = clip(text, self.domain.max_action_chars)
+            step = Step(state=self.state, action=shown, next_state=after, action_valid=False)
             info = {"error": parsed.message, "reasoning": "", "usage": Usage(attempts=0).model_dump()}
             # The page itself is unchanged: the next action is judged against the real state.
             observation = self.domain.render_observation(feedback)
@@ -389,6 +413,15 @@ class DreamEnv(gym.Env[str, str]):
         terminated = terminal_action or model_ends
         reward = min(1.0, max(0.0, model_reward)) if terminated else 0.0
         observation = self.domain.render_observation(text, reward if terminated else None)
+        if not terminated and self._offers_no_action(abstract, text):
+            assert self.task is not None
+            raise ModelOutputError(
+                f"task {self.task.id!r}: the next state offers no action, but the episode goes on "
+                f"(action {pending.action.text[:80]!r} does not end it)",
+                output=next_state,
+                backend=transition.usage.model,
+                attempts=transition.usage.attempts,
+            )
         for shown in (text, observation):
             if not self.observation_space.contains(shown):
                 # Never a state or observation outside the space; nothing is recorded, so a retry is clean.
@@ -439,6 +472,38 @@ class DreamEnv(gym.Env[str, str]):
         if self.render_mode == "human":
             print(self._render_step(step.action, observation, step))
         return observation, step.reward, step.done, truncated, info
+
+    def _end_on_model_error(self, error: ExperienceModelError) -> StepResult:
+        """End the episode truncated after a step the model could not answer; the step is not recorded."""
+        assert self.task is not None
+        self.model_failures += 1
+        self._done = True
+        logger.warning(
+            "task %r: the experience model could not answer a step; the episode ends truncated: %s: %s",
+            self.task.id,
+            type(error).__name__,
+            error,
+        )
+        info = {
+            "error": f"{type(error).__name__}: {error}",
+            "reasoning": "",
+            "usage": Usage(attempts=error.attempts).model_dump(),
+            "task": self.task,
+            "task_id": self.task.id,
+            "source": "synthetic",
+            "action_valid": True,
+            "won": False,
+            **self._state_info(),
+        }
+        return self.observation, 0.0, False, True, info
+
+    def _offers_no_action(self, abstract: BaseModel | None, text: str) -> bool:
+        """Whether a state is a dead end: its domain lists admissible actions, and none for it."""
+        if abstract is not None:
+            admissible = self.domain.state_admissible_actions(abstract)
+        else:
+            admissible = self.domain.admissible_actions(text)
+        return admissible is not None and not admissible
 
     def _state_info(self) -> dict[str, Any]:
         if self.state_mode == "structured":

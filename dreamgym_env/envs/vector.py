@@ -17,13 +17,17 @@ from dreamgym_env.envs.stepping import step_many
 from dreamgym_env.envs.synthetic import (
     DEFAULT_HISTORY_LEN,
     DreamEnv,
+    OnModelError,
     RewardSource,
     StateMode,
     StepResult,
 )
+from dreamgym_env.envs.tasksets import RESET_OPTIONS, reset_task
 from dreamgym_env.errors import ConfigurationError, DreamGymError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.types import Task
+
+VECTOR_RESET_OPTIONS = (*RESET_OPTIONS, "tasks", "group_size")
 
 
 class DreamVectorEnv(VectorEnv):
@@ -32,8 +36,11 @@ class DreamVectorEnv(VectorEnv):
     One ``step`` gathers the valid actions of all sub-envs into a single ``predict`` batch, which
     the backend sends concurrently on one event loop (no processes): with N sub-envs and a model
     latency L, a step takes about L, not N x L. Invalid actions are answered without a call.
-    A step is all-or-nothing: when the model fails on any sub-env's request, the step raises
-    (naming the failed sub-envs) and no sub-env records anything, so it can be retried as is.
+    When the model cannot answer a sub-env's request after its retries and re-asks, that
+    sub-env's episode ends truncated with ``info["error"]`` (its single-env behaviour, counted in
+    :attr:`model_failures`) and the other sub-envs' steps are kept. With
+    ``on_model_error="raise"`` a step is all-or-nothing instead: it raises (naming the failed
+    sub-envs) and no sub-env records anything, so it can be retried as is.
 
     Observation and action spaces are tuples of :class:`~dreamgym_env.spaces.UnicodeText`.
     Autoreset is Gymnasium's next-step mode: the step after a sub-env ends resets it and ignores
@@ -49,7 +56,7 @@ class DreamVectorEnv(VectorEnv):
         >>> obs, infos = envs.reset(seed=0, options={"group_size": 4})  # doctest: +SKIP
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"]}
+    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -64,6 +71,7 @@ class DreamVectorEnv(VectorEnv):
         render_mode: str | None = None,
         state_mode: StateMode = "text",
         reward_mode: RewardSource = "model",
+        on_model_error: OnModelError = "truncate",
         **model_settings: Any,
     ) -> None:
         if num_envs < 1:
@@ -85,6 +93,7 @@ class DreamVectorEnv(VectorEnv):
                 tasks=tasks,
                 state_mode=state_mode,
                 reward_mode=reward_mode,
+                on_model_error=on_model_error,
             )
             for _ in range(num_envs)
         ]
@@ -104,6 +113,7 @@ class DreamVectorEnv(VectorEnv):
     ) -> tuple[tuple[str, ...], dict[str, Any]]:
         super().reset(seed=seed if isinstance(seed, int) else None)
         seeds = self._seeds(seed)
+        reset_task(options, type(self).__name__, VECTOR_RESET_OPTIONS)
         options = dict(options or {})
         tasks = self._reset_tasks(options)
         observations: list[str] = []
@@ -149,14 +159,15 @@ class DreamVectorEnv(VectorEnv):
     def step(
         self, actions: Sequence[str]
     ) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        """Step every sub-env: all of them or none.
+        """Step every sub-env.
 
         The valid actions go to the model as one ``predict`` batch; invalid actions are answered
         without a call; sub-envs that ended at the previous step are reset. Nothing is recorded
-        in any sub-env (no step, no listener call, no reset, no step count) until the whole batch
-        has succeeded. When the model fails for good on any request, the step raises that error
+        in any sub-env (no step, no listener call, no reset, no step count) until every answer
+        is in. A sub-env whose request the model fails for good ends its episode truncated
+        (``info["error"]``). With ``on_model_error="raise"`` the step raises that error instead
         (its message starts with the failed sub-envs, also in its ``sub_envs`` attribute) and
-        every sub-env is as it was, so the same ``step(actions)`` can simply be retried. The good
+        every sub-env is as it was, so the same ``step(actions)`` can simply be retried; the good
         transitions of the other requests of a failed step are discarded with it.
         """
         if len(actions) != self.num_envs:
@@ -186,6 +197,11 @@ class DreamVectorEnv(VectorEnv):
         self._autoreset = terminations | truncations
         self.sub_env_infos = infos
         return tuple(observations), rewards, terminations, truncations, batch_infos(infos)
+
+    @property
+    def model_failures(self) -> int:
+        """Episodes of the sub-envs that ended truncated because the model could not answer a step."""
+        return sum(env.model_failures for env in self.envs)
 
     def render(self) -> tuple[Any, ...] | None:
         """The current page of each sub-env (``render_mode="ansi"``)."""

@@ -32,7 +32,7 @@ import numpy as np
 from dreamgym_env.domain import ACTION_SLOT, Domain
 from dreamgym_env.envs.models import experience_model_for, model_kind, pack_models
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, RewardSource, StateMode
+from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, RewardSource, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
 from dreamgym_env.experience.trained import ADAPTER_SPEC, DISTILLED_DIR, TrainedModel
@@ -277,9 +277,7 @@ def _restorable(config: Sim2RealConfig) -> bool:
         env.close()
 
 
-def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> gym.Env:
-    from dreamgym_env.envs.synthetic import DreamEnv
-
+def _synthetic_env(config: Sim2RealConfig, model: ExperienceModel) -> DreamEnv:
     domain = get_domain(config.domain)
     settings = synthetic_settings(config)
     return DreamEnv(
@@ -474,7 +472,6 @@ def train_reference(config: Sim2RealConfig) -> list[RunResult]:
 def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]:
     """DreamGym-PPO (synthetic steps only), then DreamGym-S2R-PPO (the same agent, then real steps)."""
     from dreamgym_env.rl.sb3 import TrainingMonitor
-    from dreamgym_env.wrappers.model_failures import TruncateOnModelError
     from dreamgym_env.wrappers.sim_to_real import SimToReal
 
     started = time.perf_counter()
@@ -485,11 +482,13 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
         reward=config.reward or "outcome",
         seed=config.seed,
     )
-    synthetic_sides: list[TruncateOnModelError] = []
+    synthetic_sides: list[DreamEnv] = []
+    recorded = [0]  # synthetic steps recorded, over all sub-envs
 
     def make() -> gym.Env:
-        # a learned model's unusable answer on a drifted state ends that episode, not the run
-        synthetic_sides.append(TruncateOnModelError(_synthetic_env(config, experience_model)))
+        # a learned model's unusable answer on a drifted state ends that episode (truncated), not the run
+        synthetic_sides.append(_synthetic_env(config, experience_model))
+        synthetic_sides[-1].add_step_listener(lambda *_: recorded.__setitem__(0, recorded[0] + 1))
         return SimToReal(synthetic_sides[-1], _reference_env(config, "train"))
 
     agent = _Agent(config, make, started)
@@ -507,17 +506,18 @@ def train_dreamgym(config: Sim2RealConfig, error_rate: float) -> list[RunResult]
         config.s2r_budget * 4 + config.ppo.n_envs * config.ppo.n_steps,
         f"dreamgym-s2r-{tag}",
     )
-    synthetic.model_stats = s2r.model_stats = _model_stats(experience_model, synthetic_sides)
+    failed = sum(side.model_failures for side in synthetic_sides)
+    synthetic.model_stats = s2r.model_stats = _model_stats(experience_model, recorded[0] + failed, failed)
     return [synthetic, s2r]
 
 
-def _model_stats(model: ExperienceModel, synthetic_sides: list[Any]) -> dict[str, int]:
+def _model_stats(model: ExperienceModel, asked: int, failed: int) -> dict[str, int]:
     """The oracle's counters, and for every model the synthetic steps asked and those it failed."""
     from dreamgym_env.envs.oracle import OracleExperienceModel
 
     stats = dict(model.stats) if isinstance(model, OracleExperienceModel) else {}
-    stats["synthetic_steps_asked"] = sum(side.steps for side in synthetic_sides)
-    stats["failed_steps"] = sum(side.failures for side in synthetic_sides)
+    stats["synthetic_steps_asked"] = asked
+    stats["failed_steps"] = failed
     return stats
 
 

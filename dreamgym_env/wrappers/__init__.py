@@ -3,7 +3,6 @@
 from dreamgym_env.wrappers.choice_actions import ChoiceActions
 from dreamgym_env.wrappers.curriculum_reset import CurriculumReset, CurriculumResetVector
 from dreamgym_env.wrappers.embed_observation import EmbedObservation
-from dreamgym_env.wrappers.model_failures import TruncateOnModelError
 from dreamgym_env.wrappers.replay_grounding import ReplayGrounding, VectorReplayGrounding
 from dreamgym_env.wrappers.sim_to_real import RealWithProbability, SimToReal, SourceCounts, SyntheticFirst
 
@@ -17,6 +16,5 @@ __all__ = [
     "SimToReal",
     "SourceCounts",
     "SyntheticFirst",
-    "TruncateOnModelError",
     "VectorReplayGrounding",
 ]

@@ -55,7 +55,7 @@ def test_a_synthetic_episode_that_cannot_go_on_stops_and_counts_as_not_won():
     (empty,) = rollout_consistency(
         ScriptedExperienceModel(no_actions), domain, episodes=2, policies=["noisy"], state_mode="text"
     )
-    assert empty.stopped == 1.0 and empty.mean_steps == 1.0
+    assert empty.stopped == 1.0 and empty.mean_steps == 0.0  # the dead end is refused, not recorded
 
 
 def test_corrupted_answers_send_synthetic_episodes_elsewhere():

@@ -79,9 +79,13 @@ def test_any_unicode_action_never_raises(model, task, actions):
     for action in actions:
         observation, reward, terminated, truncated, info = env.step(action)
         assert env.observation_space.contains(observation) and reward in (0.0, 1.0)
-        step = env.steps[-1]
-        step.model_dump_json().encode("utf-8")  # a replay buffer can store the step
-        assert not any("\ud800" <= c <= "\udfff" for c in step.action + observation + info["reasoning"])
+        if env.model_failures:  # the echo server's page is a dead end: the episode ended, nothing recorded
+            assert truncated and info["error"].startswith("ModelOutputError")
+            env.model_failures = 0
+        else:
+            step = env.steps[-1]
+            step.model_dump_json().encode("utf-8")  # a replay buffer can store the step
+            assert not any("\ud800" <= c <= "\udfff" for c in step.action + observation + info["reasoning"])
         if terminated or truncated:
             env.reset(options={"task": task})
 

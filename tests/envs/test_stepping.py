@@ -23,8 +23,8 @@ def failing_on(word: str, page_after):
     return ScriptedExperienceModel(answer)
 
 
-def started(model, n: int) -> list[DreamEnv]:
-    envs = [DreamEnv("webshop", model, max_steps=5, split="test") for _ in range(n)]
+def started(model, n: int, **kwargs) -> list[DreamEnv]:
+    envs = [DreamEnv("webshop", model, max_steps=5, split="test", **kwargs) for _ in range(n)]
     for seed, env in enumerate(envs):
         env.reset(seed=seed)
     return envs
@@ -40,7 +40,7 @@ def test_the_valid_actions_of_envs_sharing_a_model_go_as_one_batch(page_after):
 
 
 def test_a_failure_raises_with_nothing_recorded_and_names_the_env_it_concerns(page_after):
-    envs = started(failing_on("broken", page_after), 3)
+    envs = started(failing_on("broken", page_after), 3, on_model_error="raise")
     named: list[tuple[list[int], bool]] = []
     with pytest.raises(ModelOutputError):
         step_many(
@@ -50,6 +50,20 @@ def test_a_failure_raises_with_nothing_recorded_and_names_the_env_it_concerns(pa
         )
     assert named == [([2], True)]
     assert all(env.steps == [] for env in envs)  # the invalid action of env 1 was not recorded either
+
+
+def test_a_failure_ends_its_own_envs_episode_truncated_and_the_others_step(page_after):
+    model = failing_on("broken", page_after)
+    envs = started(model, 3)
+    results = step_many(envs, ["search[a]", "search[broken]", "bad"])
+    assert not any(isinstance(r, BaseException) for r in results)
+    _, reward, terminated, truncated, info = results[1]  # type: ignore[misc]
+    assert (reward, terminated, truncated) == (0.0, False, True)
+    assert info["error"].startswith("ModelOutputError: ") and info["action_valid"]
+    assert [len(env.steps) for env in envs] == [1, 0, 1]  # the failed step is not recorded
+    assert [env.model_failures for env in envs] == [0, 1, 0]
+    with pytest.raises(ConfigurationError, match="reset"):  # the episode has ended
+        step_many([envs[1]], ["search[a]"])
 
 
 def test_isolated_failures_fail_their_own_env_and_the_others_step(page_after):

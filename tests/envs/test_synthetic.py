@@ -167,11 +167,72 @@ def test_model_failure_raises_typed_error_and_keeps_state(webshop_task):
     def fail(request: ExperienceRequest) -> Transition:
         raise ModelTimeoutError("timed out", backend="scripted", attempts=3)
 
-    env = DreamEnv("webshop", ScriptedExperienceModel(fail))
+    env = DreamEnv("webshop", ScriptedExperienceModel(fail), on_model_error="raise")
     env.reset(options={"task": webshop_task})
     with pytest.raises(ExperienceModelError):
         env.step("search[shirt]")
     assert env.state == webshop_task.initial_state and env.steps == []
+
+
+def test_a_step_the_model_cannot_answer_ends_the_episode_truncated(webshop_task, caplog):
+    def fail_on_shirt(request: ExperienceRequest) -> Transition:
+        if "shirt" in request.action:
+            raise ModelOutputError(f"task {request.task.id!r}: kept answering 'reward': 3", attempts=3)
+        return Transition(reasoning="ok", next_state=f"WebShop | results\n[Back to Search]\n{request.action}")
+
+    env = DreamEnv("webshop", ScriptedExperienceModel(fail_on_shirt))
+    env.reset(options={"task": webshop_task})
+    before, _, _, _, _ = env.step("search[socks]")
+    observation, reward, terminated, truncated, info = env.step("search[shirt]")
+    assert (observation, reward, terminated, truncated) == (before, 0.0, False, True)
+    assert info["error"].startswith("ModelOutputError: task") and "'reward': 3" in info["error"]
+    assert info["action_valid"] and not info["won"] and info["usage"]["attempts"] == 3
+    assert [step.action for step in env.steps] == ["search[socks]"]  # the failed step is not recorded
+    assert env.model_failures == 1
+    assert "the episode ends truncated: ModelOutputError" in caplog.text
+    with pytest.raises(ConfigurationError, match="reset"):
+        env.step("search[more]")
+    env.reset(options={"task": webshop_task})  # a new episode, as after a time limit
+    assert env.step("search[socks]")[3] is False
+
+
+def test_on_model_error_is_checked(scripted_model):
+    with pytest.raises(ConfigurationError, match="on_model_error must be 'truncate' or 'raise'"):
+        DreamEnv("webshop", scripted_model, on_model_error="ignore")  # type: ignore[arg-type]
+
+
+def test_a_dead_end_the_model_writes_is_a_model_failure(webshop_task):
+    def done_after_search(request: ExperienceRequest) -> Transition:
+        return Transition(reasoning="?", next_state="WebShop | done\nPurchased nothing.")
+
+    env = DreamEnv("webshop", ScriptedExperienceModel(done_after_search))
+    env.reset(options={"task": webshop_task})
+    _, _, terminated, truncated, info = env.step("search[shirt]")
+    assert (terminated, truncated) == (False, True)
+    assert "offers no action, but the episode goes on" in info["error"]
+
+
+def test_a_rejected_action_is_kept_in_the_history_cut_to_the_grammars_length(webshop_task):
+    model = ScriptedExperienceModel(
+        lambda request: Transition(reasoning="ok", next_state="WebShop | results\n[Back to Search]")
+    )
+    env = DreamEnv("webshop", model)
+    env.reset(options={"task": webshop_task})
+    junk = "search[" + "x" * 100_000 + "]"
+    _, _, _, _, info = env.step(junk)
+    assert not info["action_valid"]
+    assert len(env.steps[-1].action) == env.domain.max_action_chars
+    env.step("search[shirt]")
+    (sent,) = model.requests
+    assert sent.history[-1].action == env.steps[0].action
+
+
+def test_an_unknown_reset_option_names_the_known_ones(scripted_model):
+    env = DreamEnv("webshop", scripted_model)
+    with pytest.raises(
+        ConfigurationError, match=r"unknown reset option\(s\) \['tsk'\]: DreamEnv takes \['task'\]"
+    ):
+        env.reset(options={"tsk": 1})
 
 
 def test_no_model_configured_is_a_clear_error(monkeypatch):

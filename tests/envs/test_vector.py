@@ -148,10 +148,28 @@ def _snapshot(envs: DreamVectorEnv) -> list[tuple]:
     ]
 
 
+def test_a_sub_env_the_model_fails_ends_truncated_and_the_others_keep_their_steps(page_after):
+    envs = DreamVectorEnv(4, "webshop", ScriptedExperienceModel(FailFor("broken", page_after)))
+    envs.reset(seed=0)
+    observations, rewards, terminations, truncations, infos = envs.step(
+        ["search[a]", "search[broken]", "nope", "search[d]"]
+    )
+    assert list(truncations) == [False, True, False, False] and not terminations.any()
+    assert list(infos["_error"]) == [False, True, True, False]  # sub-env 2: its invalid action's error
+    assert infos["error"][1].startswith("ModelServerError: ")
+    assert [len(env.steps) for env in envs.envs] == [1, 0, 1, 1]
+    assert envs.model_failures == 1
+    _, _, _, truncations, infos = envs.step(["search[a]"] * 4)  # sub-env 1 is reset (next-step autoreset)
+    assert not truncations[1] and [len(env.steps) for env in envs.envs] == [2, 0, 2, 2]
+    with pytest.raises(ConfigurationError, match=r"unknown reset option\(s\) \['tsk'\]"):
+        envs.reset(options={"tsk": 1})
+    envs.close()
+
+
 def test_failed_step_records_nothing_and_retry_records_once(page_after):
     responder = FailFor("< Prev", page_after)
     model = ScriptedExperienceModel(responder)
-    envs = DreamVectorEnv(4, "webshop", model)
+    envs = DreamVectorEnv(4, "webshop", model, on_model_error="raise")
     envs.reset(seed=0)
     heard: list[tuple[int, str]] = []
     for i, env in enumerate(envs.envs):
@@ -176,7 +194,7 @@ def test_failed_step_records_nothing_and_retry_records_once(page_after):
 
 def test_failed_step_at_the_truncation_limit_does_not_break_later_steps(page_after):
     responder = FailFor("< Prev", page_after)
-    envs = DreamVectorEnv(2, "webshop", ScriptedExperienceModel(responder), max_steps=2)
+    envs = DreamVectorEnv(2, "webshop", ScriptedExperienceModel(responder), max_steps=2, on_model_error="raise")
     envs.reset(seed=0)
     envs.step(["search[a]", "search[b]"])
     # Sub-env 0's invalid action would reach the limit: the failure of sub-env 1 must not record it.
@@ -195,7 +213,7 @@ def test_failed_step_at_the_truncation_limit_does_not_break_later_steps(page_aft
 
 def test_failed_step_leaves_pending_autoresets_to_the_retry(page_after):
     responder = FailFor("< Prev", page_after)
-    envs = DreamVectorEnv(2, "webshop", ScriptedExperienceModel(responder))
+    envs = DreamVectorEnv(2, "webshop", ScriptedExperienceModel(responder), on_model_error="raise")
     envs.reset(seed=0)
     envs.step(["search[a]", "search[b]"])
     envs.step(["click[Buy Now]", "search[c]"])  # sub-env 0 ends: autoreset due at the next step
@@ -215,7 +233,7 @@ def test_unnamed_failure_names_the_whole_batch():
     def fail(request: ExperienceRequest) -> Transition:
         raise ModelTimeoutError("the endpoint did not answer in time")
 
-    envs = DreamVectorEnv(3, "webshop", ScriptedExperienceModel(fail))
+    envs = DreamVectorEnv(3, "webshop", ScriptedExperienceModel(fail), on_model_error="raise")
     envs.reset(seed=0)
     with pytest.raises(
         ModelTimeoutError, match="in the model batch of sub-envs 0, 2, nothing recorded"
@@ -234,7 +252,7 @@ def test_failed_step_against_the_server_names_the_sub_env_and_records_nothing():
     retry = RetryPolicy(max_attempts=3, backoff_base_s=0.001, backoff_max_s=0.01, jitter=0.5)
     with ScriptedOpenAIServer(responder=fail_bad) as server:
         model = OpenAIExperienceModel(base_url=server.url, model="test", api_key=None, retry=retry)
-        envs = DreamVectorEnv(3, "webshop", model)
+        envs = DreamVectorEnv(3, "webshop", model, on_model_error="raise")
         envs.reset(seed=0)
         with pytest.raises(ModelServerError, match=r"sub-env 1, nothing recorded: .*HTTP 500") as caught:
             envs.step(["search[a]", "search[bad]", "nope"])
@@ -255,7 +273,7 @@ def test_a_transition_refused_after_the_batch_records_nothing_either(page_after)
             return Transition(reasoning="long", next_state="x" * 20_000)
         return page_after(request)
 
-    envs = DreamVectorEnv(3, "webshop", ScriptedExperienceModel(oversized_for_b))
+    envs = DreamVectorEnv(3, "webshop", ScriptedExperienceModel(oversized_for_b), on_model_error="raise")
     envs.reset(seed=0)
     with pytest.raises(
         ModelOutputError, match=r"^vector step failed in sub-env 1, nothing recorded: "

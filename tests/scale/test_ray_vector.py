@@ -189,8 +189,9 @@ class FailOnce:
 )
 def test_a_failed_model_call_is_retried_on_its_actor_only(error, named):
     flaky = functools.partial(ScriptedExperienceModel, FailOnce("search[flaky]", error))
-    remote = RayVectorEnv(SYNTHETIC, 4, num_actors=2, experience_model=flaky, state_mode="text")
-    local = gym.make_vec(SYNTHETIC, num_envs=4, experience_model=ScriptedExperienceModel(), state_mode="text")
+    strict = {"state_mode": "text", "on_model_error": "raise"}
+    remote = RayVectorEnv(SYNTHETIC, 4, num_actors=2, experience_model=flaky, **strict)
+    local = gym.make_vec(SYNTHETIC, num_envs=4, experience_model=ScriptedExperienceModel(), **strict)
     try:
         remote.reset(seed=4)
         local.reset(seed=4)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from dreamgym_env.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, RewardMode, Split
 from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
-from dreamgym_env.envs.alfworld.grammar import parse_action, parse_command
+from dreamgym_env.envs.alfworld.grammar import MAX_ACTION_CHARS, parse_action, parse_command
 from dreamgym_env.envs.alfworld.household import Household
 from dreamgym_env.envs.alfworld.prompt import PROMPT
 from dreamgym_env.envs.alfworld.reference_env import MAX_EPISODE_STEPS
@@ -61,6 +61,7 @@ class ALFWorldDomain(Domain):
     name = "alfworld"
     display_name = "ALFWorld"
     max_episode_steps = MAX_EPISODE_STEPS
+    max_action_chars = MAX_ACTION_CHARS
     reward_modes = ("outcome", "score")
     ends_when_won = True
 

@@ -22,7 +22,7 @@ from dreamgym_env.domain import (
 )
 from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.envs.webarena.given import next_page_fields, start_page_state, stop_line
-from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_action, parse_command
+from dreamgym_env.envs.webarena.grammar import MAX_ACTION_CHARS, NOT_APPLICABLE, parse_action, parse_command
 from dreamgym_env.envs.webarena.prompt import PROMPT
 from dreamgym_env.envs.webarena.state import MORE_ABOVE, MORE_BELOW, WebArenaState, parse_state, render
 from dreamgym_env.errors import ConfigurationError
@@ -139,6 +139,7 @@ class WebArenaDomain(Domain):
     name = "webarena"
     display_name = "WebArena"
     max_episode_steps = 30
+    max_action_chars = MAX_ACTION_CHARS
     ends_only_on_terminal_actions = True  # WebArena's run loop: only the agent's stop ends it, and is judged
     reward_modes = ("outcome", "score")
 

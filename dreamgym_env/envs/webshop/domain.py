@@ -27,7 +27,7 @@ from dreamgym_env.envs.webshop.catalog import (
     Catalog,
     load_catalog,
 )
-from dreamgym_env.envs.webshop.grammar import clickable_labels, parse_action
+from dreamgym_env.envs.webshop.grammar import MAX_ACTION_CHARS, clickable_labels, parse_action
 from dreamgym_env.envs.webshop.pages import (
     BACK_LABEL,
     BUY_LABEL,
@@ -135,6 +135,7 @@ class WebShopDomain(Domain):
     display_name = "WebShop"
     ends_only_on_terminal_actions = True
     max_episode_steps = 15
+    max_action_chars = MAX_ACTION_CHARS
     reward_modes: tuple[RewardMode, ...] = ("outcome", "score")
     state_schema = WebShopState
     state_kind_field = "kind"
