@@ -60,6 +60,8 @@ DEFAULT_N_CTX: Final = 8192
 DEFAULT_N_PARALLEL: Final = 4
 """Slots: requests decoded together (a vector env's step); each has its own ``n_ctx`` and KV cache."""
 DEFAULT_CACHE_RAM_MIB: Final = 256
+DEFAULT_POLL: Final = 0
+"""llama.cpp's polling level while its threads wait for work (0: sleep; its own default, 50, spins)."""
 """The host-side prompt cache's bound (llama.cpp's default is 8,192 MiB)."""
 DEFAULT_SEED: Final = 0
 LOCAL_EXTRA_HINT: Final = "pip install 'dreamgym-env[local]'"
@@ -88,7 +90,9 @@ class LocalSettings:
     ``cache_ram_mib``: the most memory llama.cpp's host-side prompt cache may hold (``0``: none).
     Its own default, 8,192 MiB, grew a process by about 0.8 MB a request until it held 8 GiB
     (a 30,000-step sim-to-real run's worker reached 9.3 GB); each slot's own prefix reuse
-    (``cache_prompt``) does not need it.
+    (``cache_prompt``) does not need it. ``poll``: how hard llama.cpp's threads spin while they
+    wait for work, 0 to 100; its own default, 50, lets two processes on the same cores spin
+    against each other (docs/benchmarks.md, shared cores), so the default is 0 (they sleep).
     """
 
     n_ctx: int = DEFAULT_N_CTX
@@ -102,10 +106,13 @@ class LocalSettings:
     lora_adapter: str | None = None
     system_prompt: bool = True
     cache_ram_mib: int = DEFAULT_CACHE_RAM_MIB
+    poll: int = DEFAULT_POLL
 
     def __post_init__(self) -> None:
         if self.cache_ram_mib < 0:
             raise ConfigurationError(f"cache_ram_mib must be >= 0, got {self.cache_ram_mib}")
+        if not 0 <= self.poll <= 100:
+            raise ConfigurationError(f"poll must be from 0 to 100, got {self.poll}")
         for name in ("n_ctx", "n_parallel", "n_threads", "max_tokens"):
             if getattr(self, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -161,8 +168,8 @@ class XllamacppRuntime:
         params.kv_unified = False  # each slot its own n_ctx cells, so a long prompt never starves another
         params.cache_prompt = True  # reuse the longest common prefix of a slot's last prompt
         params.cache_ram_mib = settings.cache_ram_mib
-        params.cpuparams.n_threads = settings.n_threads
-        params.cpuparams_batch.n_threads = settings.n_threads
+        for cpu in (params.cpuparams, params.cpuparams_batch):
+            cpu.n_threads, cpu.poll = settings.n_threads, settings.poll
         params.sampling.seed = settings.seed
         params.warmup = False
         params.verbosity = -1

@@ -485,3 +485,16 @@ def test_the_runtime_bounds_llama_cpps_host_prompt_cache(monkeypatch, tmp_path):
     assert xllamacpp.CommonParams().cache_ram_mib > local.DEFAULT_CACHE_RAM_MIB
     with pytest.raises(ConfigurationError, match="cache_ram_mib must be >= 0"):
         LocalSettings(cache_ram_mib=-1)
+
+
+def test_llama_cpps_threads_sleep_while_they_wait_unless_asked_to_spin(monkeypatch, tmp_path):
+    """Its own polling (50) made two processes on the same cores spin against each other."""
+    xllamacpp = pytest.importorskip("xllamacpp")
+    given = []
+    monkeypatch.setattr(xllamacpp, "Server", given.append)
+    local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1))
+    local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1, poll=50))
+    assert [(p.cpuparams.poll, p.cpuparams_batch.poll) for p in given] == [(0, 0), (50, 50)]
+    assert xllamacpp.CommonParams().cpuparams.poll == 50  # llama.cpp's own default spins
+    with pytest.raises(ConfigurationError, match="poll must be from 0 to 100"):
+        LocalSettings(poll=101)
