@@ -29,6 +29,7 @@ from dreamgym_env.envs.webarena.state import Element, TabHistory, WebArenaState
 from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, World, load_data
 from dreamgym_env.types import Task
 
+
 def page_state(browser: Browser, *, message: str = "") -> WebArenaState:
     """The state of ``browser``'s page, of its tabs and their history, and of its sites' data."""
     return WebArenaState(
