@@ -82,7 +82,8 @@ class Browser:
         """
         if not 0 <= active < len(histories) or not all(0 <= i < len(urls) for urls, i in histories):
             raise ValueError("a tab's position or the active tab is outside the history")
-        browser = cls(world, histories[active][0][histories[active][1]])
+        urls, index = histories[active]
+        browser = cls(world, urls[index])
         browser.tabs = [Tab(list(urls), index) for urls, index in histories]
         browser.active = active
         return browser
