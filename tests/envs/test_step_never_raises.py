@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import gymnasium as gym
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import dreamgym_env  # noqa: F401  (registers the ids)
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.experience.base import ExperienceModel
@@ -147,3 +149,20 @@ def test_a_value_that_is_not_a_string_is_an_invalid_action(action, task):
     assert info["error"] == f"an action must be a string, got {type(action).__name__}"
     assert env.state == state and model.calls == 0 and len(env.steps) == 1
     assert 0 < len(env.steps[-1].action) <= 200  # the step shows the value, cut
+
+
+@pytest.mark.parametrize("env_id", ["DreamGym/WebShop-v0", "DreamGym/ALFWorld-v0", "DreamGym/WebArena-v0"])
+def test_a_huge_junk_action_does_not_poison_the_next_valid_step(env_id):
+    """On the default model: the junk is refused and kept cut in the history, so the next request still fits."""
+    pytest.importorskip("xllamacpp")
+    env = gym.make(env_id)
+    try:
+        _, info = env.reset(seed=0)
+        _, _, _, _, info = env.step("x" * 50_000 + "[" + "\u00e9\u4e2d" * 25_000 + "]")
+        assert not info["action_valid"]
+        assert len(env.unwrapped.steps[-1].action) <= env.unwrapped.domain.max_action_chars
+        valid = next(a for a in info["admissible_actions"] if "<" not in a)
+        _, _, _, truncated, info = env.step(valid)
+        assert info["action_valid"] and "error" not in info and not truncated
+    finally:
+        env.close()
