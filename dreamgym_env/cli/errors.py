@@ -26,7 +26,8 @@ INTERRUPTED_EXIT_CODE = 130
 """The status after Ctrl-C: 128 + SIGINT, what a shell reports for a process that SIGINT ended."""
 CLEANUP_GRACE_S = 1.0
 """How long a command's cleanup may take after Ctrl-C before the process leaves without it."""
-_leaving = threading.Lock()
+_leaving = threading.RLock()
+"""Held by the thread that prints ``interrupted`` and leaves: another one waits for that exit."""
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -76,10 +77,10 @@ def leave_interrupted(*_signal: object) -> NoReturn:
     (logging's shutdown: ``cannot release un-acquired lock``). stdout and stderr are flushed.
     """
     try:
-        if _leaving.acquire(blocking=False):  # one line, whichever thread comes first
-            typer.echo("interrupted", err=True)
-            sys.stdout.flush()
-            sys.stderr.flush()
+        _leaving.acquire()
+        typer.echo("interrupted", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
     finally:
         os._exit(INTERRUPTED_EXIT_CODE)
 
