@@ -179,7 +179,7 @@ def collect(
 def main() -> None:
     """Entry point of the console script.
 
-    Ctrl-C ends the command (its cleanup gets a second at most), prints ``interrupted`` and
+    Ctrl-C ends the command (its cleanup gets half a second at most), prints ``interrupted`` and
     ends the process with status 130, also during the shutdown after a finished command
     (:func:`~dreamgym_env.cli.errors.interrupt`).
     """

@@ -24,7 +24,7 @@ from dreamgym_env.errors import DreamGymError
 ERROR_EXIT_CODE = 2
 INTERRUPTED_EXIT_CODE = 130
 """The status after Ctrl-C: 128 + SIGINT, what a shell reports for a process that SIGINT ended."""
-CLEANUP_GRACE_S = 1.0
+CLEANUP_GRACE_S = 0.5
 """How long a command's cleanup may take after Ctrl-C before the process leaves without it."""
 _leaving = threading.RLock()
 """Held by the thread that prints ``interrupted`` and leaves: another one waits for that exit."""
