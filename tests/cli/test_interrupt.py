@@ -8,7 +8,6 @@ with status 130 and the one line ``interrupted`` on stderr (no traceback).
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import signal
 import subprocess
@@ -90,8 +89,9 @@ def interrupt_demo(announcement: str, offset_s: float) -> Interrupted:
 
 @pytest.mark.slow
 def test_ctrl_c_during_the_load_and_generation_exits_at_once_with_130_and_one_line():
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda point: interrupt_demo(*point), POINTS))
+    # One at a time: on a busy 2-core machine, demos side by side stretch each other's native
+    # load, during which a Ctrl-C waits for the GIL (xllamacpp's constructor holds it).
+    results = [interrupt_demo(announcement, offset_s) for announcement, offset_s in POINTS]
     hit = [r for r in results if r.running]
     assert len(hit) >= len(POINTS) - 2, [r for r in results if not r.running]  # points past the end
     failed = [
