@@ -1,11 +1,13 @@
 """The ``dreamgym`` command.
 
 Every command reports a :class:`~dreamgym_env.errors.DreamGymError` (an unknown domain or policy,
-a failing model, a damaged file) as one line on stderr and exit code 2 (:mod:`.errors`).
+a failing model, a damaged file) as one line on stderr and exit code 2 (:mod:`.errors`); Ctrl-C
+prints ``interrupted`` and exits with 130.
 """
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -19,7 +21,7 @@ from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import stop_reason
 from dreamgym_env.cli.bench import bench_command
 from dreamgym_env.cli.buffer import buffer_app
-from dreamgym_env.cli.errors import DreamGymTyper
+from dreamgym_env.cli.errors import INTERRUPTED_EXIT_CODE, DreamGymTyper, interrupt, leave_interrupted
 from dreamgym_env.cli.experience import experience_app
 from dreamgym_env.cli.fidelity import fidelity_command
 from dreamgym_env.cli.options import (
@@ -175,5 +177,18 @@ def collect(
 
 
 def main() -> None:
-    """Entry point of the console script."""
-    app()
+    """Entry point of the console script.
+
+    Ctrl-C ends the command (its cleanup gets half a second at most), prints ``interrupted`` and
+    ends the process with status 130, also during the shutdown after a finished command
+    (:func:`~dreamgym_env.cli.errors.interrupt`).
+    """
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        app()
+    except SystemExit as done:  # Typer's standalone mode always ends in sys.exit
+        if done.code == INTERRUPTED_EXIT_CODE:
+            leave_interrupted()
+        raise
+    finally:
+        signal.signal(signal.SIGINT, leave_interrupted)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Sequence
@@ -14,6 +15,19 @@ T = TypeVar("T")
 
 PROMPT_VERSION = "6"
 """Bumped whenever the prompt assembly changes, so that cached transitions of older prompts miss."""
+WAKE_S = 0.1
+"""How long a sync caller waits at a time for work of another thread (:func:`wait_interruptibly`)."""
+
+
+def wait_interruptibly(future: concurrent.futures.Future[T]) -> T:
+    """``future``'s result, waited for in waits of :data:`WAKE_S`, so that Ctrl-C is seen at once.
+
+    SIGINT lands in whichever thread the kernel picks; Python raises ``KeyboardInterrupt`` in the
+    main thread only when that thread wakes, and a wait without timeout may never wake.
+    """
+    while not concurrent.futures.wait([future], timeout=WAKE_S).done:
+        pass
+    return future.result()
 
 
 async def gather_or_cancel(calls: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
@@ -48,8 +62,17 @@ class BackgroundLoop:
         self._loop_lock = threading.Lock()
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on this object's event loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop()).result()
+        """Run ``coroutine`` on this object's event loop and wait for its result.
+
+        An interrupted wait (Ctrl-C) cancels the coroutine: an embedded model's generations stop
+        at their next token instead of running on behind the ``KeyboardInterrupt``.
+        """
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop())
+        try:
+            return wait_interruptibly(future)
+        except BaseException:
+            future.cancel()
+            raise
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:
@@ -71,7 +94,7 @@ class BackgroundLoop:
             loop, self._loop = self._loop, None
         if loop is None:
             return
-        asyncio.run_coroutine_threadsafe(self.aclose(), loop).result()
+        wait_interruptibly(asyncio.run_coroutine_threadsafe(self.aclose(), loop))
         loop.call_soon_threadsafe(loop.stop)
         if self._loop_thread is not None:
             self._loop_thread.join(timeout=5)

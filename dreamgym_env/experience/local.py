@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import importlib.util
 import logging
 import os
@@ -47,6 +48,7 @@ from dreamgym_env.errors import (
 )
 from dreamgym_env.experience.answers import ChatReply
 from dreamgym_env.experience.backend import ChatExperienceModel, Deadline
+from dreamgym_env.experience.base import wait_interruptibly
 from dreamgym_env.experience.config import DEFAULT_MAX_OUTPUT_REASKS, DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
 from dreamgym_env.experience.prompt import system_prompt
 from dreamgym_env.experience.provision import PartsLocator, check_gguf, installed_parts, model_file
@@ -174,6 +176,7 @@ class XllamacppRuntime:
         params.warmup = False
         params.verbosity = -1
         params.api_keys = [secrets.token_hex(16)]
+        params.endpoint_metrics = True  # the round trip below
         if settings.lora_adapter is not None:
             adapter = xllamacpp.CommonAdapterLoraInfo()
             adapter.path, adapter.scale = str(check_gguf(Path(settings.lora_adapter))), 1.0
@@ -187,6 +190,10 @@ class XllamacppRuntime:
                 + f": {str(exc).rstrip('.')}. If it is a preset, delete the "
                 "file to have it assembled again; otherwise check that it is a chat model in GGUF format"
             ) from exc
+        # A round trip through llama.cpp's task loop, so that the loop has started: dropping the
+        # server earlier (e.g. on a Ctrl-C just after the load) stops a loop not yet running,
+        # which then runs for good, and the drop waits for it, GIL held (12 of 20 such drops hung).
+        self._server.handle_metrics()
 
     def chat(self, body: dict[str, Any], should_stop: Callable[[], bool]) -> ChatResult:
         """Stream the answer (so that it can stop early) and return it as one completion."""
@@ -398,7 +405,7 @@ class LocalExperienceModel(ChatExperienceModel):
     def _loaded(self) -> ChatRuntime:
         if self._runtime is None:
             started = time.perf_counter()
-            self._runtime = self._runtime_factory(self.model_file, self.settings)
+            self._runtime = self._load_in_thread()
             self.load_s = time.perf_counter() - started
             logger.info(
                 "loaded %s in %.1fs (%d threads, %d slots)",
@@ -408,6 +415,24 @@ class LocalExperienceModel(ChatExperienceModel):
                 self.settings.n_parallel,
             )
         return self._runtime
+
+    def _load_in_thread(self) -> ChatRuntime:
+        """The runtime, loaded in a daemon thread while this thread waits, interruptibly.
+
+        Python raises ``KeyboardInterrupt`` in the main thread only: a load there could be cut
+        between llama.cpp's start and the round trip that makes its server safe to drop. After
+        an interrupted wait the load ends on its own, and its runtime is dropped.
+        """
+        loading: concurrent.futures.Future[ChatRuntime] = concurrent.futures.Future()
+
+        def load() -> None:
+            try:
+                loading.set_result(self._runtime_factory(self.model_file, self.settings))
+            except BaseException as exc:  # raised to the caller
+                loading.set_exception(exc)
+
+        threading.Thread(target=load, name=f"{self.loop_name}-load", daemon=True).start()
+        return wait_interruptibly(loading)
 
     def prime(self, domain_prompt: DomainPrompt, state_schema: dict[str, Any] | None = None) -> None:
         """Evaluate a domain's system prompt in every slot now (loading the weights if needed).

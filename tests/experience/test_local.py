@@ -474,11 +474,18 @@ def test_a_rule_on_an_enumerated_field_becomes_alternatives_the_grammar_follows(
     assert "allOf" not in json.dumps(grammar_schema(schema))
 
 
+class FakeServer:
+    """xllamacpp's server, as far as the runtime's constructor uses it."""
+
+    def handle_metrics(self) -> str:
+        return ""
+
+
 def test_the_runtime_bounds_llama_cpps_host_prompt_cache(monkeypatch, tmp_path):
     """llama.cpp's own bound (8 GiB) let a long run's process grow by ~0.8 MB a request."""
     xllamacpp = pytest.importorskip("xllamacpp")
     given = []
-    monkeypatch.setattr(xllamacpp, "Server", given.append)
+    monkeypatch.setattr(xllamacpp, "Server", lambda params: given.append(params) or FakeServer())
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1))
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1, cache_ram_mib=0))
     assert [params.cache_ram_mib for params in given] == [local.DEFAULT_CACHE_RAM_MIB, 0]
