@@ -498,7 +498,7 @@ def test_llama_cpps_threads_sleep_while_they_wait_unless_asked_to_spin(monkeypat
     """Its own polling (50) made two processes on the same cores spin against each other."""
     xllamacpp = pytest.importorskip("xllamacpp")
     given = []
-    monkeypatch.setattr(xllamacpp, "Server", given.append)
+    monkeypatch.setattr(xllamacpp, "Server", lambda params: given.append(params) or FakeServer())
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1))
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1, poll=50))
     assert [(p.cpuparams.poll, p.cpuparams_batch.poll) for p in given] == [(0, 0), (50, 50)]
