@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import queue
 import time
 from typing import Any
 
@@ -66,7 +67,14 @@ def run(processes: int, args: argparse.Namespace, settings: dict[str, Any]) -> f
     ]
     for worker in workers:
         worker.start()
-    results = [out.get() for _ in workers]
+    results = []
+    while len(results) < processes:
+        try:
+            results.append(out.get(timeout=5))
+        except queue.Empty:
+            lost = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            if lost:
+                raise SystemExit(f"a worker process died (exit codes {lost})") from None
     for worker in workers:
         worker.join()
     rates = [steps / elapsed for steps, elapsed, _ in results]

@@ -35,6 +35,9 @@ MODEL_GGUF: Final = "model.gguf"
 """A distilled model's whole weights and tokenizer (no base): ``dreamgym experience build --kind distilled``."""
 DISTILLED_SLOTS: Final = 16
 """Slots a distilled model runs (a 16-env vector env's step decoded together); its KV cache is small."""
+DISTILLED_THREADS: Final = 1
+"""Threads a distilled model runs on: its matrices are too small to gain from a second thread, and
+a thread that waits for a core another process holds stalls every step of the others."""
 DISTILLED_CONTEXT: Final = 4096
 """A distilled model's context window where its manifest records none."""
 DISTILLED_DIR: Final = "distilled"
@@ -217,6 +220,7 @@ class TrainedModel:
                 "model_path": str(self.model_gguf),
                 "system_prompt": self.system_prompt,
                 "n_parallel": DISTILLED_SLOTS,
+                "n_threads": DISTILLED_THREADS,
                 "n_ctx": int(self.config.get("shape", {}).get("context", DISTILLED_CONTEXT)),
             }
         if self.adapter_gguf is None:

@@ -79,6 +79,7 @@ def test_distill_writes_a_whole_gguf_and_a_manifest_that_serves_it_without_the_s
         "model_path": str(distilled.model_gguf),
         "system_prompt": False,
         "n_parallel": 16,
+        "n_threads": 1,  # one core: a second thread stalls while another process holds that core
         "n_ctx": 2048,  # the context it was trained for
     }
     assert loaded.staleness(WEBSHOP) is None
