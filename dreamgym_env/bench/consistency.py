@@ -5,7 +5,9 @@ agent in the synthetic env acts on the model's own earlier answers instead, so o
 can send the rest of the episode elsewhere. :func:`rollout_consistency` plays episodes of a
 policy in the synthetic env, replays every action in the reference env on the same task, and
 records per episode how many steps agreed (the same observation, reward and episode end) before
-the first divergence, and whether both envs gave the episode the same outcome (won or not).
+the first divergence, and whether both envs gave the episode the same outcome (won or not). A
+win the reference env does not confirm is a reward an agent would learn to chase; the random
+policy, far from any model's data, finds them where expert and noisy episodes do not.
 
 Example:
     >>> reports = rollout_consistency(model, get_domain("webshop"), episodes=50)  # doctest: +SKIP
@@ -30,7 +32,7 @@ from dreamgym_env.types import Task
 
 __all__ = ["CONSISTENCY_POLICIES", "ConsistencyReport", "EpisodeConsistency", "rollout_consistency"]
 
-CONSISTENCY_POLICIES = ("expert", "noisy")
+CONSISTENCY_POLICIES = ("expert", "noisy", "random")
 """The policies whose synthetic episodes are replayed by default."""
 
 
@@ -77,6 +79,8 @@ class ConsistencyReport:
     reference_success: float
     stopped: float = 0.0
     """Share of synthetic episodes that could not go on (see :class:`EpisodeConsistency`)."""
+    unconfirmed_wins: float = 0.0
+    """Share of episodes won in the synthetic env and not in the reference env (false rewards)."""
 
     @classmethod
     def of(cls, policy: str, episodes: Sequence[EpisodeConsistency]) -> ConsistencyReport:
@@ -92,6 +96,7 @@ class ConsistencyReport:
             synthetic_success=sum(e.synthetic_won for e in episodes) / n,
             reference_success=sum(e.reference_won for e in episodes) / n,
             stopped=sum(e.stopped for e in episodes) / n,
+            unconfirmed_wins=sum(e.synthetic_won and not e.reference_won for e in episodes) / n,
         )
 
     def to_dict(self) -> dict[str, Any]:

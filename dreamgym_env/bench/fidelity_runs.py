@@ -152,7 +152,8 @@ class FidelityResults:
         """One line per policy of the rollout-consistency episodes."""
         headers = [
             "policy", "episodes", "mean steps", "steps agreed before divergence", "episodes never diverged",
-            "outcome agreement", "success (synthetic)", "success (reference)", "synthetic episodes stopped",
+            "outcome agreement", "success (synthetic)", "success (reference)",
+            "synthetic wins the reference does not confirm", "synthetic episodes stopped",
         ]  # fmt: skip
         rows = [
             [
@@ -160,7 +161,7 @@ class FidelityResults:
                 str(r.episodes),
                 f"{r.mean_steps:.1f}",
                 *map(_share, (r.step_agreement, r.full_agreement, r.outcome_agreement)),
-                *map(_share, (r.synthetic_success, r.reference_success, r.stopped)),
+                *map(_share, (r.synthetic_success, r.reference_success, r.unconfirmed_wins, r.stopped)),
             ]
             for r in self.rollouts
         ]

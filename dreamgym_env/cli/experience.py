@@ -274,12 +274,23 @@ def build_command(
             "the episodes; the default for an adapter; distilled 0.25)."
         ),
     ] = None,
+    near_miss_share: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Share of train examples that are near misses: a verb that ends episodes, not ending "
+            "this one (ALFWorld's put of the wrong object), from the policies' episodes.",
+        ),
+    ] = 0.0,
     max_minutes: MaxMinutesOption = None,
     lora_r: LoraRankOption = 8,
     eval_n: Annotated[int, typer.Option(min=1, help="Held-out transitions, base and trained.")] = 100,
     rollouts: Annotated[
         int,
-        typer.Option(min=0, help="Synthetic expert and noisy episodes each, replayed in the reference env."),
+        typer.Option(
+            min=0, help="Synthetic expert, noisy and random episodes each, replayed in the reference env."
+        ),
     ] = 50,
     stages: Annotated[
         str, typer.Option(help="Comma-separated stages to run: data,train,export,eval,rollouts,report.")
@@ -320,9 +331,9 @@ def build_command(
         ) from None
     config = BuildConfig.for_kind(
         cast(Literal["adapter", "distilled"], chosen_kind), n=n, steps=steps, end_weight=end_weight,
-        decisive_weight=decisive_weight, end_share=share, max_minutes=max_minutes, lora_r=lora_r,
-        lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts, seed=seed, threads=threads,
-        remeasure_base=remeasure_base, remeasure=remeasure,
+        decisive_weight=decisive_weight, end_share=share, near_miss_share=near_miss_share,
+        max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
+        seed=seed, threads=threads, remeasure_base=remeasure_base, remeasure=remeasure,
     )  # fmt: skip
     if natural:
         config = dataclasses.replace(config, end_share=None)

@@ -2,7 +2,7 @@
 
 Samples reference transitions (:mod:`dreamgym_env.bench.sampling`), asks the model for each in
 every mode and grounding chosen (:mod:`dreamgym_env.bench.fidelity_runs`), with ``--rollouts N``
-replays N synthetic expert and noisy episodes in the reference env (:mod:`dreamgym_env.bench.consistency`),
+replays N synthetic expert, noisy and random episodes in the reference env (:mod:`dreamgym_env.bench.consistency`),
 and writes the reports to ``--out``: ``fidelity.md`` (also printed), ``fidelity.json``, two PNG
 plots (with matplotlib, the ``bench`` extra) and ``fidelity.html`` (:mod:`dreamgym_env.bench.html_report`).
 Wire it with ``app.command("fidelity")(fidelity_command)``.
@@ -99,19 +99,19 @@ def fidelity_command(
         ),
     ] = 0,
     rollout_policies: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="Policies of the rollouts, comma-separated: expert, noisy, random (random finds "
-            "rewards a model pays to a policy far from its data)."
+            help="Policies of the rollouts, comma-separated: expert, noisy, random (default: all "
+            "three; random finds rewards a model pays to a policy far from its data)."
         ),
-    ] = "expert,noisy",
+    ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the sample, the grounding buffer and the oracle.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder of the reports.")] = Path("runs/fidelity"),
 ) -> None:
     """Fidelity of an experience model per action type and state field, in text and structured mode, grounded and not."""
     from dreamgym_env.agents.registry import POLICY_NAMES
     from dreamgym_env.agents.rollouts import progress_bar
-    from dreamgym_env.bench.consistency import ConsistencyReport, rollout_consistency
+    from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, ConsistencyReport, rollout_consistency
     from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
     from dreamgym_env.bench.fidelity_runs import GROUNDINGS, MODES, FidelityResults, run_fidelity
     from dreamgym_env.bench.sampling import sample_transitions
@@ -120,7 +120,11 @@ def fidelity_command(
     pack = domain_or_default(domain)
     chosen_modes = cast("list[StateMode]", _choices(modes, MODES, "--modes"))
     groundings = cast("list[Grounding]", _choices(grounding, GROUNDINGS, "--grounding"))
-    policies = _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
+    policies = (
+        list(CONSISTENCY_POLICIES)
+        if rollout_policies is None
+        else _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
+    )
     model_kind(model)  # a misspelt kind is refused naming the known ones
     with closing(experience_model_for(pack, model, seed=seed)) as experience_model:
         if history_len is None:

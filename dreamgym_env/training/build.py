@@ -20,7 +20,8 @@ build resumes where it stopped; training itself resumes from its last checkpoint
 4. **eval**: the base and the trained model on the same held-out transitions
    (:func:`~.evaluate.compare_models`), beside the always-0 baseline;
 5. **rollouts**: rollout consistency of the trained model (:func:`~dreamgym_env.bench.consistency.rollout_consistency`),
-   expert and noisy episodes on test tasks, replayed in the reference env;
+   expert, noisy and random episodes on test tasks, replayed in the reference env (random
+   episodes find the rewards the model pays where the reference env does not);
 6. **report**: the numbers in the manifest (``evaluation``) and ``report.md`` in the install folder.
 
 Every stage logs its start, progress with an ETA and its end through :mod:`logging` (logger
@@ -85,8 +86,11 @@ class BuildConfig:
     :class:`~.train.TrainConfig`); ``decisive_weight``: how many times each example of a verb
     that ends some episodes and not others is seen (ALFWorld's ``put``; see
     :class:`~.train.TrainConfig`); ``end_share``: the share of train examples that end an
-    episode (see :func:`~.dataset.build_dataset`; ``None``: their natural rate); ``eval_n``
-    held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic episodes each of the expert and the noisy policy (0 skips the
+    episode (see :func:`~.dataset.build_dataset`; ``None``: their natural rate);
+    ``near_miss_share``: the share of train examples that are near misses, a verb that ends
+    episodes not ending this one (ALFWorld's ``put`` of the wrong object; see
+    :func:`~.dataset.policy_transitions`); ``eval_n``
+    held-out transitions (a third each expert, noisy, random); ``rollouts`` synthetic episodes each of the expert, noisy and random policy (0 skips the
     stage); ``threads``: torch's and llama.cpp's CPU threads (default: all cores);
     ``remeasure_base``: measure the base again even where an earlier build measured it on the
     same transitions (same base, prompt, ``eval_n`` and seed); ``remeasure``: measure the trained
@@ -100,6 +104,7 @@ class BuildConfig:
     end_weight: int = 4
     decisive_weight: int = 1
     end_share: float | None = None
+    near_miss_share: float = 0.0
     lora_r: int = 8
     lora_alpha: int = 16
     learning_rate: float = 3e-4
@@ -143,12 +148,17 @@ class BuildConfig:
             raise ConfigurationError(f"rollouts must be >= 0, got {self.rollouts}")
         if self.end_share is not None and not 0.0 <= self.end_share <= 1.0:
             raise ConfigurationError(f"end_share must be in [0, 1], got {self.end_share}")
+        if not 0.0 <= self.near_miss_share <= 1.0 - (self.end_share or 0.0):
+            raise ConfigurationError(
+                f"near_miss_share must be in [0, 1 - end_share], got {self.near_miss_share}"
+            )
 
     def command(self, domain: str) -> str:
         """The ``dreamgym experience build`` command of this recipe: the flags that differ from its kind's."""
         default = BuildConfig.for_kind(self.kind)
         flags = {"n": "--n", "steps": "--steps", "end_weight": "--end-weight",
                  "decisive_weight": "--decisive-weight", "end_share": "--end-share",
+                 "near_miss_share": "--near-miss-share",
                  "max_minutes": "--max-minutes", "lora_r": "--lora-r", "eval_n": "--eval-n",
                  "rollouts": "--rollouts", "seed": "--seed"}  # fmt: skip
         words = [rebuild_command(domain, self.kind)]
@@ -160,7 +170,8 @@ class BuildConfig:
 
     def data_recipe(self) -> dict[str, Any]:
         """The fields that decide the data (other values write it again)."""
-        return {"n": self.n, "test_n": self.test_n, "seed": self.seed, "end_share": self.end_share}
+        return {"n": self.n, "test_n": self.test_n, "seed": self.seed, "end_share": self.end_share,
+                "near_miss_share": self.near_miss_share}  # fmt: skip
 
     def train_recipe(self) -> dict[str, Any]:
         """The fields that decide the trained model, named as in its manifest's config (other ones train it again)."""
@@ -414,12 +425,14 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
             lines += [
                 "## Rollout consistency (trained model; synthetic episodes replayed in the reference env)",
                 "",
-                "| policy | episodes | steps agreed | never diverged | outcome agreement | synthetic / reference success |",
-                "|---|---|---|---|---|---|",
+                "| policy | episodes | steps agreed | never diverged | outcome agreement | synthetic / reference success "
+                "| synthetic wins the reference does not confirm |",
+                "|---|---|---|---|---|---|---|",
             ]
         lines.append(
             f"| {row['policy']} | {row['episodes']} | {row['step_agreement']:.2f} | {row['full_agreement']:.2f} | "
-            f"{row['outcome_agreement']:.2f} | {row['synthetic_success']:.2f} / {row['reference_success']:.2f} |"
+            f"{row['outcome_agreement']:.2f} | {row['synthetic_success']:.2f} / {row['reference_success']:.2f} | "
+            f"{_fmt(row.get('unconfirmed_wins'))} |"
         )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -536,8 +549,9 @@ def build_pack_model(
         else:
             started = begin("data", f"{config.n} train examples from {pack.name}'s reference env")
             summary = build_dataset(
-                pack, config.n, data, test_n=config.test_n, seed=config.seed, end_share=config.end_share
-            )
+                pack, config.n, data, test_n=config.test_n, seed=config.seed, end_share=config.end_share,
+                near_miss_share=config.near_miss_share,
+            )  # fmt: skip
             _data_recipe_path(data).write_text(json.dumps(config.data_recipe()) + "\n", encoding="utf-8")
             logger.info("data: %s (%.0f s)", summary.format().splitlines()[0], time.perf_counter() - started)
     if "train" in stages:
@@ -620,37 +634,42 @@ def build_pack_model(
         shipped = replace(shipped, evaluation=evaluation)
         shipped.save()
         logger.info("eval: done in %.0f s", time.perf_counter() - started)
-    done_rollouts = [r.get("episodes") for r in evaluation.get("rollouts", [])]
-    if (
-        "rollouts" in stages
-        and config.rollouts
-        and measured
-        and not config.remeasure
-        and done_rollouts
-        and set(done_rollouts) == {config.rollouts}
-    ):
-        logger.info("stage 5/%d rollouts: measured on this model already, kept", len(STAGES))
-    elif "rollouts" in stages and config.rollouts:
+    if "rollouts" in stages and config.rollouts:
         from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, rollout_consistency
-        from dreamgym_env.experience.local import LocalExperienceModel
 
-        total = config.rollouts * len(CONSISTENCY_POLICIES)
-        started = begin("rollouts", f"{total} synthetic episodes replayed in the reference env")
-        eta = Eta("rollouts", total, "episodes")
-        model = LocalExperienceModel(**shipped.local_settings())
-        try:
-            reports = rollout_consistency(
-                model, pack, episodes=config.rollouts, seed=config.seed, progress=eta.advance
+        # kept where this model played every policy's episodes (builds before random played two)
+        played = {r.get("policy"): r.get("episodes") for r in evaluation.get("rollouts", [])}
+        if (
+            measured
+            and not config.remeasure
+            and played == dict.fromkeys(CONSISTENCY_POLICIES, config.rollouts)
+        ):
+            logger.info("stage 5/%d rollouts: measured on this model already, kept", len(STAGES))
+        else:
+            from dreamgym_env.experience.local import LocalExperienceModel
+
+            total = config.rollouts * len(CONSISTENCY_POLICIES)
+            started = begin("rollouts", f"{total} synthetic episodes replayed in the reference env")
+            eta = Eta("rollouts", total, "episodes")
+            model = LocalExperienceModel(**shipped.local_settings())
+            try:
+                reports = rollout_consistency(
+                    model,
+                    pack,
+                    episodes=config.rollouts,
+                    policies=CONSISTENCY_POLICIES,
+                    seed=config.seed,
+                    progress=eta.advance,
+                )
+            finally:
+                model.close()
+            evaluation["rollouts"] = [r.to_dict() for r in reports]
+            shipped = replace(shipped, evaluation=evaluation)
+            shipped.save()
+            (work / "rollouts.json").write_text(
+                json.dumps(evaluation["rollouts"], indent=2) + "\n", encoding="utf-8"
             )
-        finally:
-            model.close()
-        evaluation["rollouts"] = [r.to_dict() for r in reports]
-        shipped = replace(shipped, evaluation=evaluation)
-        shipped.save()
-        (work / "rollouts.json").write_text(
-            json.dumps(evaluation["rollouts"], indent=2) + "\n", encoding="utf-8"
-        )
-        logger.info("rollouts: done in %.0f s", time.perf_counter() - started)
+            logger.info("rollouts: done in %.0f s", time.perf_counter() - started)
     if "report" in stages and "eval" not in stages and not measured:
         stopped = _stopped_evaluation(eval_file, shipped, config)
         if stopped is not None:  # an evaluation stopped early: its last complete batch

@@ -298,6 +298,8 @@ def policy_transitions(
     tasks: Sequence[Task] | None = None,
     history_len: int = DEFAULT_HISTORY_LEN,
     end_share: float | None = None,
+    near_miss_share: float = 0.0,
+    ending_verbs: frozenset[str] = frozenset(),
 ) -> list[ReferenceTransition]:
     """``count`` valid reference transitions of ``policy``'s episodes on ``split``'s tasks (or ``tasks``).
 
@@ -307,20 +309,32 @@ def policy_transitions(
     episode (WebShop's purchases, ALFWorld's completions), as far as the rounds' episodes
     give them, the rest transitions that do not: episodes end once, so at their natural rate
     the verdicts that decide an episode's outcome are a few percent of the data.
+
+    At least ``near_miss_share`` of the draw are near misses, as far as the rounds give them:
+    transitions that do not end their episode, of a verb that ends episodes (one of
+    ``ending_verbs``, or of the verbs that end this policy's episodes): an ALFWorld ``put``
+    of the wrong object, or in the wrong place. A random policy rarely carries anything, so
+    at its natural rate the data holds few puts that win nothing, and a model learns that a
+    put ends the episode.
     """
     if count <= 0:
         return []
     ends_wanted = 0 if end_share is None else round(count * end_share)
+    near_misses_wanted = round(count * near_miss_share)
     env = domain.make_reference_env(split=split, max_steps=domain.max_episode_steps)
     mode = state_mode_of(domain)
     actor = make_policy(policy, domain, seed=seed)
     pool: list[ReferenceTransition] = []
-    ends = 0
+    ends = near_misses = 0
+    verbs = set(ending_verbs)
     try:
         for round_ in range(MAX_COLLECT_ROUNDS):
             steps_short = max(0, 2 * count - len(pool))
             episodes = max(
-                2, math.ceil(steps_short / max(1, domain.max_episode_steps // 3)), ends_wanted - ends
+                2,
+                math.ceil(steps_short / max(1, domain.max_episode_steps // 3)),
+                ends_wanted - ends,
+                near_misses_wanted - near_misses,
             )
             trajectories = collect_trajectories(
                 env,
@@ -334,19 +348,44 @@ def policy_transitions(
             )
             pool += reference_transitions(trajectories, domain, history_len=history_len)
             ends = sum(t.truth.terminated for t in pool)
-            if len(pool) >= 2 * count and ends >= ends_wanted:
+            verbs |= {_verb(domain, t) for t in pool if t.truth.terminated}
+            near_misses = sum(_near_miss(domain, t, verbs) for t in pool)
+            if len(pool) >= 2 * count and ends >= ends_wanted and near_misses >= near_misses_wanted:
                 break
     finally:
         env.close()
     rng = np.random.default_rng(seed)
-    if end_share is None:
+    if end_share is None and not near_misses_wanted:
         picks = rng.choice(len(pool), size=min(count, len(pool)), replace=False)
         return [pool[int(i)] for i in sorted(picks)]
+    near = [i for i, t in enumerate(pool) if _near_miss(domain, t, verbs)] if near_misses_wanted else []
+    near_picks = (
+        [int(i) for i in rng.choice(near, size=min(near_misses_wanted, len(near)), replace=False)]
+        if near
+        else []
+    )
+    taken = set(near_picks)
+    if end_share is None:
+        rest = [i for i in range(len(pool)) if i not in taken]
+        rest_picks = rng.choice(rest, size=min(count - len(taken), len(rest)), replace=False)
+        return [pool[int(i)] for i in sorted([*near_picks, *rest_picks])]
     ending = [i for i, t in enumerate(pool) if t.truth.terminated]
-    going_on = [i for i, t in enumerate(pool) if not t.truth.terminated]
+    going_on = [i for i, t in enumerate(pool) if not t.truth.terminated and i not in taken]
     end_picks = rng.choice(ending, size=min(ends_wanted, len(ending)), replace=False)
-    other_picks = rng.choice(going_on, size=min(count - len(end_picks), len(going_on)), replace=False)
-    return [pool[int(i)] for i in sorted([*end_picks, *other_picks])]
+    other_picks = rng.choice(
+        going_on, size=min(count - len(end_picks) - len(taken), len(going_on)), replace=False
+    )
+    return [pool[int(i)] for i in sorted([*near_picks, *end_picks, *other_picks])]
+
+
+def _verb(domain: Domain, transition: ReferenceTransition) -> str:
+    parsed = domain.parse_action(transition.request.action)
+    return parsed.verb if isinstance(parsed, ParsedAction) else ""
+
+
+def _near_miss(domain: Domain, transition: ReferenceTransition, ending_verbs: set[str]) -> bool:
+    """Whether ``transition`` does not end its episode though its verb ends others (see :func:`policy_transitions`)."""
+    return not transition.truth.terminated and _verb(domain, transition) in ending_verbs
 
 
 def _shares(total: int) -> dict[str, int]:
@@ -381,17 +420,27 @@ def _plan_examples(
     end_share: float | None,
     reasoning: Callable[[ExperienceRequest, Transition], str],
     source: ReasoningSource,
+    near_miss_share: float = 0.0,
 ) -> tuple[list[dict[str, Any]], int]:
-    """The SFT examples of ``plan``, and how many transitions were left out as stale."""
+    """The SFT examples of ``plan``, and how many transitions were left out as stale.
+
+    The verbs that ended an episode in the items drawn before name the near misses of the
+    next (the expert's come first): a random policy's own episodes hardly ever end.
+    """
     allowed = {split: {t.id for t in pack.tasks(split)} for split in ("train", "test")}
     allowed["train"] |= {t.id for t in generated}
     rows: list[dict[str, Any]] = []
     stale = 0
+    ending_verbs: set[str] = set()
     for split, policy, count, seed, tasks in plan:
-        for reference in policy_transitions(
+        drawn = policy_transitions(
             pack, split, policy, count, seed=seed, tasks=tasks, history_len=history_len,
             end_share=end_share if split == "train" else None,
-        ):  # fmt: skip
+            near_miss_share=near_miss_share if split == "train" else 0.0,
+            ending_verbs=frozenset(ending_verbs),
+        )  # fmt: skip
+        ending_verbs |= {_verb(pack, t) for t in drawn if t.truth.terminated}
+        for reference in drawn:
             task = reference.request.task
             if task.id not in allowed[split] or (
                 task.parent_id is not None and task.parent_id not in allowed["train"]
@@ -461,6 +510,7 @@ def build_dataset(
     teacher: ChatModel | None = None,
     variation_share: float = DEFAULT_VARIATION_SHARE,
     end_share: float | None = None,
+    near_miss_share: float = 0.0,
 ) -> DatasetSummary:
     """Write ``n`` train and ``test_n`` test SFT examples of ``domain`` to the JSONL file ``out``.
 
@@ -477,6 +527,8 @@ def build_dataset(
         end_share: the share of each policy's train examples that end an episode (see
             :func:`policy_transitions`; default: their natural rate). Test examples keep the
             natural rate, as the synthetic env meets them.
+        near_miss_share: the share of each policy's train examples that are near misses (see
+            :func:`policy_transitions`); test examples keep their natural rate.
     """
     pack = get_domain(domain)
     if n < 1:
@@ -486,6 +538,10 @@ def build_dataset(
         raise ConfigurationError("test_n must be >= 0 and variation_share in [0, 1)")
     if end_share is not None and not 0.0 <= end_share <= 1.0:
         raise ConfigurationError(f"end_share must be in [0, 1], got {end_share}")
+    if not 0.0 <= near_miss_share <= 1.0 - (end_share or 0.0):
+        raise ConfigurationError(
+            f"near_miss_share must be in [0, 1 - end_share], got {near_miss_share} (end_share {end_share})"
+        )
     started = time.perf_counter()
     source: ReasoningSource = "teacher" if teacher is not None else "reference"
     write_reasoning: Callable[[ExperienceRequest, Transition], str] = (
@@ -516,7 +572,7 @@ def build_dataset(
     plan += _test_plan(test_n, seed)
     rows, stale = _plan_examples(
         pack, plan, generated=generated, history_len=history_len, end_share=end_share, reasoning=write_reasoning,
-        source=source,
+        source=source, near_miss_share=near_miss_share,
     )  # fmt: skip
     by_policy = Counter(row["policy"] for row in rows if row["split"] == "train")
     if stale:

@@ -7,7 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from dreamgym_env.bench.consistency import rollout_consistency
+from dreamgym_env.bench.consistency import ConsistencyReport, EpisodeConsistency, rollout_consistency
+from dreamgym_env.bench.fidelity_runs import FidelityResults
 from dreamgym_env.cli import app
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
@@ -31,7 +32,7 @@ def test_a_model_that_never_changes_the_state_diverges_at_the_first_step():
     domain = get_domain("alfworld")
     stuck = ScriptedExperienceModel(lambda request: Transition(reasoning="stuck", next_state=request.state))
     reports = rollout_consistency(stuck, domain, episodes=3)
-    assert [r.policy for r in reports] == ["expert", "noisy"]
+    assert [r.policy for r in reports] == ["expert", "noisy", "random"]
     for report in reports:
         assert report.step_agreement == report.full_agreement == 0.0
         assert report.synthetic_success == 0.0 and report.mean_steps == domain.max_episode_steps
@@ -74,8 +75,9 @@ def test_fidelity_reports_rollouts_when_asked(tmp_path):
     )
     assert result.exit_code == 0, result.output
     rollouts = json.loads((tmp_path / "fidelity.json").read_text())["rollouts"]
-    assert set(rollouts) == {"expert", "noisy"}
+    assert set(rollouts) == {"expert", "noisy", "random"}
     assert rollouts["expert"]["episodes"] == 2 and rollouts["expert"]["outcome_agreement"] == 1.0
+    assert rollouts["random"]["unconfirmed_wins"] == 0.0  # the oracle pays what the reference env pays
     assert "### Rollout consistency" in (tmp_path / "fidelity.md").read_text()
     chosen = ["--rollouts", "2", "--rollout-policies", "random", "--out", str(tmp_path / "random")]
     result = CliRunner().invoke(app, ["fidelity", *args, "--grounding", "none", *chosen])
@@ -83,6 +85,18 @@ def test_fidelity_reports_rollouts_when_asked(tmp_path):
     assert set(json.loads((tmp_path / "random" / "fidelity.json").read_text())["rollouts"]) == {"random"}
     bad = CliRunner().invoke(app, ["fidelity", *args, "--rollouts", "2", "--rollout-policies", "greedy"])
     assert bad.exit_code != 0 and "expert, noisy, random" in bad.output
+
+
+def test_the_rollout_table_counts_the_synthetic_wins_the_reference_does_not_confirm():
+    paid = EpisodeConsistency("random", "t1", steps=9, agreed=3, synthetic_won=True, reference_won=False)
+    unpaid = EpisodeConsistency("random", "t2", steps=50, agreed=50, synthetic_won=False, reference_won=False)
+    missed = EpisodeConsistency("random", "t3", steps=7, agreed=2, synthetic_won=False, reference_won=True)
+    report = ConsistencyReport.of("random", [paid, unpaid, missed, unpaid])
+    assert report.unconfirmed_wins == 0.25 and report.outcome_agreement == 0.5
+    results = FidelityResults("alfworld", "scripted", 0, 4, [], rollouts=[report])
+    headers, (row,) = results.rollout_table()
+    assert row[headers.index("synthetic wins the reference does not confirm")] == "0.250"
+    assert "| synthetic wins the reference does not confirm |" in results.to_markdown()
 
 
 def test_episodes_must_be_positive():

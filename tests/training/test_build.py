@@ -216,9 +216,9 @@ def test_rollouts_measured_on_a_model_are_kept_unless_remeasured(built, config, 
     work, _ = built
     played: list[int] = []
 
-    def fake_rollouts(model, pack, *, episodes, seed, progress):
+    def fake_rollouts(model, pack, *, episodes, policies, seed, progress):
         played.append(episodes)
-        return [consistency.ConsistencyReport(p, episodes, 1.0, 1.0, 1.0, 2.0, 0.5, 0.5) for p in ("expert", "noisy")]
+        return [consistency.ConsistencyReport(p, episodes, 1.0, 1.0, 1.0, 2.0, 0.5, 0.5) for p in policies]
 
     monkeypatch.setattr(evaluate, "compare_models", fake_compare([]))
     monkeypatch.setattr(consistency, "rollout_consistency", fake_rollouts)
@@ -231,7 +231,39 @@ def test_rollouts_measured_on_a_model_are_kept_unless_remeasured(built, config, 
     assert played == [2]  # measured on this model already: kept
     remeasured = BuildConfig(**{**with_rollouts.__dict__, "remeasure": True})
     shipped = build_pack_model("webshop", work, remeasured, install=install, stages=("rollouts",))
-    assert played == [2, 2] and [r["policy"] for r in shipped.evaluation["rollouts"]] == ["expert", "noisy"]
+    assert played == [2, 2]
+    assert [r["policy"] for r in shipped.evaluation["rollouts"]] == ["expert", "noisy", "random"]
+    manifest = json.loads((install / MANIFEST_NAME).read_text())
+    del manifest["evaluation"]["rollouts"][2]  # a build from before random episodes were played
+    (install / MANIFEST_NAME).write_text(json.dumps(manifest))
+    build_pack_model("webshop", work, with_rollouts, install=install, stages=("rollouts",))
+    assert played == [2, 2, 2]
+
+
+def test_the_report_counts_the_synthetic_wins_the_reference_does_not_confirm(built, config, monkeypatch):
+    """A random episode won in the synthetic env and not in the reference env shows in the report's column."""
+    from dreamgym_env.bench import consistency
+    from dreamgym_env.experience import local
+
+    work, _ = built
+
+    def paid_by_mistake(model, pack, *, episodes, policies, seed, progress):
+        return [
+            consistency.ConsistencyReport.of(p, [consistency.EpisodeConsistency(p, "t", 9, 3, p == "random", False)])
+            for p in policies
+        ]
+
+    monkeypatch.setattr(evaluate, "compare_models", fake_compare([]))
+    monkeypatch.setattr(consistency, "rollout_consistency", paid_by_mistake)
+    monkeypatch.setattr(local, "LocalExperienceModel", lambda **_: SimpleNamespace(close=lambda: None))
+    monkeypatch.setattr(TrainedModel, "local_settings", lambda self: {})  # the fixture's base is no GGUF
+    install = work / "paid"
+    rollouts = BuildConfig(**{**config.__dict__, "rollouts": 1})
+    build_pack_model("webshop", work, rollouts, install=install, stages=("export", "eval", "rollouts", "report"))
+    report = (install / REPORT_NAME).read_text()
+    assert "| synthetic / reference success | synthetic wins the reference does not confirm |" in report
+    assert "| expert | 1 | 0.33 | 0.00 | 1.00 | 0.00 / 0.00 | 0.00 |" in report
+    assert "| random | 1 | 0.33 | 0.00 | 0.00 | 1.00 / 0.00 | 1.00 |" in report
 
 def test_episode_ends_are_weighted_in_training(built, config, tmp_path):
     work, _ = built
@@ -373,6 +405,8 @@ def test_an_adapter_build_passes_its_time_limit_to_the_training(monkeypatch, tmp
         ("adapter", {}, ""),
         ("distilled", {"n": 8000, "decisive_weight": 6, "end_share": None, "max_minutes": 45.0},
          " --n 8000 --decisive-weight 6 --end-share natural --max-minutes 45"),
+        ("distilled", {"n": 8000, "end_share": None, "near_miss_share": 0.15, "rollouts": 100},
+         " --n 8000 --end-share natural --near-miss-share 0.15 --rollouts 100"),
     ],
 )  # fmt: skip
 def test_the_recorded_build_command_builds_the_same_recipe(kind, overrides, flags, monkeypatch):

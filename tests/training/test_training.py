@@ -29,6 +29,7 @@ from dreamgym_env.experience.prompt import (
 )
 from dreamgym_env.experience.trained import file_sha256
 from dreamgym_env.training.dataset import (
+    action_verb,
     build_dataset,
     decisive_verbs,
     ends_episode,
@@ -151,6 +152,25 @@ def test_an_end_share_draws_that_share_of_each_policys_train_examples_from_episo
     assert read_examples(ended, split="test") == read_examples(natural, split="test")
     with pytest.raises(ConfigurationError, match="end_share"):
         build_dataset(WEBSHOP, 30, ended, end_share=1.5)
+
+
+def test_a_near_miss_share_draws_puts_that_win_nothing_from_every_policy(tmp_path):
+    """A put (or use) that completes nothing: what a model must not pay, and a random policy rarely does."""
+    alfworld = get_domain("alfworld")
+    natural, missed = tmp_path / "natural.jsonl", tmp_path / "near-misses.jsonl"
+    build_dataset(alfworld, 45, natural, test_n=3, seed=1)
+    build_dataset(alfworld, 45, missed, test_n=3, seed=1, near_miss_share=0.4)
+
+    def near_misses(path, policy):
+        rows = [row for row in read_examples(path, split="train") if row["policy"] == policy]
+        return sum(action_verb(row) in ("put", "use") and not ends_episode(row) for row in rows)
+
+    for policy in ("expert", "noisy"):
+        assert near_misses(missed, policy) >= 6 > near_misses(natural, policy)  # 0.4 of 15
+    assert near_misses(missed, "random") > near_misses(natural, "random")  # as far as its rounds give them
+    assert read_examples(missed, split="test") == read_examples(natural, split="test")
+    with pytest.raises(ConfigurationError, match="near_miss_share"):
+        build_dataset(alfworld, 45, missed, end_share=0.5, near_miss_share=0.6)
 
 
 def test_reference_reasoning_says_what_the_action_did_and_why_the_reward(dataset):
