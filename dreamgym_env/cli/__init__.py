@@ -145,6 +145,8 @@ def episode(
         if info.get("reasoning"):
             console.print(f"reasoning: {info['reasoning']}", markup=False, highlight=False, style="dim")
         console.print(obs, markup=False, highlight=False)
+        if info.get("error"):  # an invalid action's, or the model failure that truncated the episode
+            console.print(f"error: {info['error']}", markup=False, highlight=False, style="red")
         console.print(f"reward {reward:g}  terminated={terminated}  truncated={truncated}")
         done = terminated or truncated
     console.rule(f"return {total:g}, won={info.get('won', False)}")

@@ -102,24 +102,29 @@ def _bare_page(request: ExperienceRequest) -> Transition:
     return Transition(reasoning="a page without labels", next_state="WebShop | nothing to click here")
 
 
-@pytest.mark.parametrize(
-    ("respond", "reason", "calls"),
-    [
-        (_results_page, "the scripted policy repeats an action that is invalid on this page", 1),
-        (_bare_page, "the synthetic page offers no action (no clickable label)", 1),
-    ],
-)
-def test_synthetic_episode_stops_when_it_cannot_usefully_go_on(monkeypatch, respond, reason, calls):
-    model = ScriptedExperienceModel(respond)
+def test_synthetic_episode_stops_when_it_cannot_usefully_go_on(monkeypatch):
+    model = ScriptedExperienceModel(_results_page)
     monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda *a, **k: model)
     result = runner.invoke(
         app, ["episode", "--domain", "webshop", "--policy", "expert", "--state-mode", "text"]
     )
     assert result.exit_code == 0, result.output
-    assert f"stopped: {reason}" in result.stdout
-    assert model.calls == calls  # the first search; nothing after the stop
+    assert "stopped: the scripted policy repeats an action that is invalid on this page" in result.stdout
+    assert model.calls == 1  # the first search; nothing after the stop
     assert "truncated=True" not in result.stdout  # stopped long before the step limit
     assert result.stdout.count("─ action: ") <= 2  # the search, at most one rejected click
+
+
+def test_a_synthetic_page_with_no_action_ends_the_episode_with_the_models_error(monkeypatch):
+    model = ScriptedExperienceModel(_bare_page)
+    monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda *a, **k: model)
+    result = runner.invoke(
+        app, ["episode", "--domain", "webshop", "--policy", "expert", "--state-mode", "text"]
+    )
+    assert result.exit_code == 0, result.output
+    shown = " ".join(result.stdout.split())  # the console wraps long lines
+    assert "error: ModelOutputError: " in shown and "the next state offers no action" in shown
+    assert "truncated=True" in shown and model.calls == 1
 
 
 def test_reference_episode_runs_to_its_end():
