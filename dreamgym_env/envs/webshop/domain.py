@@ -234,6 +234,19 @@ class WebShopDomain(Domain):
         """The search page of the task's instruction."""
         return WebShopState(kind="search", instruction=task.instruction)
 
+    def settled_state(
+        self, task: Task, state: BaseModel, action: ParsedAction, next_state: BaseModel
+    ) -> BaseModel:
+        """[Back to Search] opens the search page of the instruction, from any page (WebShop's navigation).
+
+        The page is fixed by the rule, not by the catalog: the shop writes it, so a model's slip
+        (a ``done`` page, which offers no action, after [Back to Search]) cannot strand the episode.
+        Every other next state is the model's as it wrote it.
+        """
+        if action.verb == "click" and action.argument.strip().lower() == BACK_LABEL.lower():
+            return WebShopState(kind="search", instruction=_as_state(state).instruction)
+        return next_state
+
     def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
         """What the shop's navigation keeps (see :mod:`~dreamgym_env.envs.webshop.navigation`).
 

@@ -64,7 +64,9 @@ def test_the_given_fields_are_the_next_states_catalog_fields_on_reference_episod
             for name, value in request.given_fields.items():
                 assert after[name] == value, (request.action, name)
                 given[name] = given.get(name, 0) + 1
-            if domain.parse_action(request.action).verb == "search":  # the engine's results, whatever the query
+            if (
+                domain.parse_action(request.action).verb == "search"
+            ):  # the engine's results, whatever the query
                 assert list(request.given_fields) == ["query", "page", "total", "results"]
     assert given["results"] and given["item"] and given["text"] and given["selected"] and given["page"]
 
@@ -76,7 +78,12 @@ def test_the_catalog_answers_only_what_it_decides():
     env.reset(options={"task": task})
     start = env.abstract_state
     search = domain.parse_action("search[qqqzzz xxyyq]")
-    assert domain.given_fields(task, start, search) == {"query": "qqqzzz xxyyq", "page": 1, "total": 0, "results": []}
+    assert domain.given_fields(task, start, search) == {
+        "query": "qqqzzz xxyyq",
+        "page": 1,
+        "total": 0,
+        "results": [],
+    }
     env.step(f"search[{task.instruction}]")
     results = env.abstract_state
     item_id = results.results[0].id
@@ -106,12 +113,21 @@ def test_a_text_request_shows_the_catalogs_answers_as_lines():
     env.step(f"search[{task.instruction}]")
     item_id = env.abstract_state.results[0].id
     lines = domain.world_lines(task, env.state, f"click[{item_id}]")
-    assert dict(map(_field, lines)) == domain.given_fields(task, env.abstract_state, domain.parse_action(f"click[{item_id}]"))
+    assert dict(map(_field, lines)) == domain.given_fields(
+        task, env.abstract_state, domain.parse_action(f"click[{item_id}]")
+    )
     # A search needs no page: a text the shop never showed still gets the engine's results.
-    assert [name for name, _ in map(_field, domain.world_lines(task, "not a page", "search[shirt]"))] == ["query", "page", "total", "results"]
+    assert [name for name, _ in map(_field, domain.world_lines(task, "not a page", "search[shirt]"))] == [
+        "query",
+        "page",
+        "total",
+        "results",
+    ]
     assert domain.world_lines(task, "not a page", "click[Next >]") == ()
     assert domain.world_lines(task, env.state, "fly") == ()
-    assert domain.world_lines(task, env.abstract_state.model_dump_json(), f"click[{item_id}]") == ()  # structured: given
+    assert (
+        domain.world_lines(task, env.abstract_state.model_dump_json(), f"click[{item_id}]") == ()
+    )  # structured: given
 
 
 def test_a_structured_request_asked_in_text_mode_shows_the_given_fields_as_lines():
@@ -137,7 +153,9 @@ def _complete(line: str) -> bool:
     match = _PURCHASE_LINE.search(line)
     assert match is not None, line
     kind, attributes, wanted_attributes, options, wanted_options, price, short = match.groups()
-    complete = kind == "1" and attributes == wanted_attributes and options == wanted_options and price == "yes"
+    complete = (
+        kind == "1" and attributes == wanted_attributes and options == wanted_options and price == "yes"
+    )
     assert (short == "none") == complete, line
     return complete
 
@@ -163,3 +181,16 @@ def test_a_structured_purchase_request_shows_what_webshops_scoring_finds():
     assert domain.world_lines(request.task, request.state, "click[< Prev]") == ()
     free = domain.make_task(request.task.instruction)
     assert domain.world_lines(free, request.state, request.action) == ()
+
+
+def test_back_to_search_opens_the_search_page_whatever_the_model_wrote():
+    """A model's done page after [Back to Search] offered no action and stranded the episode."""
+    domain = get_domain("webshop")
+    task = domain.tasks("test")[0]
+    on_results = domain.parse_state(
+        json.dumps({"kind": "results", "instruction": task.instruction, "query": "belt"})
+    )
+    done = on_results.model_copy(update={"kind": "search", "query": "junk"})
+    back, buy = domain.parse_action("click[Back to Search]"), domain.parse_action("click[Buy Now]")
+    assert domain.settled_state(task, on_results, back, done) == domain.initial_abstract_state(task)
+    assert domain.settled_state(task, on_results, buy, done) is done  # every other answer stays the model's
