@@ -413,15 +413,6 @@ class DreamEnv(gym.Env[str, str]):
         terminated = terminal_action or model_ends
         reward = min(1.0, max(0.0, model_reward)) if terminated else 0.0
         observation = self.domain.render_observation(text, reward if terminated else None)
-        if not terminated and self._offers_no_action(abstract, text):
-            assert self.task is not None
-            raise ModelOutputError(
-                f"task {self.task.id!r}: the next state offers no action, but the episode goes on "
-                f"(action {pending.action.text[:80]!r} does not end it)",
-                output=next_state,
-                backend=transition.usage.model,
-                attempts=transition.usage.attempts,
-            )
         for shown in (text, observation):
             if not self.observation_space.contains(shown):
                 # Never a state or observation outside the space; nothing is recorded, so a retry is clean.
@@ -433,6 +424,15 @@ class DreamEnv(gym.Env[str, str]):
                     backend=transition.usage.model,
                     attempts=transition.usage.attempts,
                 )
+        if not terminated and self._offers_no_action(abstract, text):
+            assert self.task is not None
+            raise ModelOutputError(
+                f"task {self.task.id!r}: the next state offers no action, but the episode goes on "
+                f"(action {pending.action.text[:80]!r} does not end it)",
+                output=next_state,
+                backend=transition.usage.model,
+                attempts=transition.usage.attempts,
+            )
         step = Step(
             state=self.state,
             action=pending.action.text,

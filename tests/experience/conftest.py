@@ -35,10 +35,10 @@ def endpoint_model(server: ScriptedOpenAIServer) -> Iterator[Callable[..., OpenA
 
 
 class RecordingEnv:
-    """A WebShop DreamEnv on ``model``, reset to a task, with a listener that keeps every step."""
+    """A strict WebShop DreamEnv on ``model`` (a model failure raises), reset to a task, with a listener that keeps every step."""
 
     def __init__(self, model: OpenAIExperienceModel, task: Task, **env_settings: Any) -> None:
-        self.env = DreamEnv("webshop", model, **env_settings)
+        self.env = DreamEnv("webshop", model, on_model_error="raise", **env_settings)
         self.heard: list[Step] = []
         self.env.add_step_listener(lambda task, step, index: self.heard.append(step))
         self.observation, _ = self.env.reset(options={"task": task})

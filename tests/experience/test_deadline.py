@@ -79,7 +79,7 @@ def test_variables_reach_a_model_that_gym_make_chooses(server, monkeypatch, webs
     monkeypatch.setenv("DREAMGYM_TIMEOUT", "0.2")
     monkeypatch.setenv("DREAMGYM_DEADLINE", "0.5")
     server.enqueue(*[delay(30.0)] * 10)
-    env = gym.make("DreamGym/WebShop-v0")
+    env = gym.make("DreamGym/WebShop-v0", on_model_error="raise")
     try:
         config = env.unwrapped.experience_model.config
         assert (config.timeout_s, config.deadline_s) == (0.2, 0.5)

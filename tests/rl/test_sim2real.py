@@ -55,7 +55,10 @@ def test_a_tiny_experiment_writes_the_table_the_results_and_the_plot(tmp_path):
     assert report.find("Random policy").success == 0.0  # random buys the right item with p ~ 0.002
     stats = report.find("DreamGym-PPO", 0.3).model_stats
     assert stats["answers"] > 0 and "fallbacks" not in stats and not reference.model_stats
-    assert stats["synthetic_steps_asked"] == s2r.synthetic_steps and stats["failed_steps"] == 0
+    assert stats["synthetic_steps_asked"] == s2r.synthetic_steps
+    # a corrupted page with nothing to do ends its episode (a model failure); a perfect model has none
+    assert 0 <= stats["failed_steps"] < stats["synthetic_steps_asked"] / 10
+    assert report.find("DreamGym-PPO", 0.0).model_stats["failed_steps"] == 0
     assert "| PPO (real env) | - | 128 | 0 |" in report.table()
     assert report.plot_path is not None and report.plot_path.read_bytes()[:4] == b"\x89PNG"
     saved = json.loads((tmp_path / "results.json").read_text())

@@ -119,7 +119,12 @@ class FakeRuntime:
 def test_the_local_backend_sends_the_toy_prompt(toy, toy_task, tmp_path: Path):
     gguf = tmp_path / "tiny-toy.gguf"
     gguf.write_bytes(b"GGUF" + bytes(64))
-    answer = {"reasoning": "the library", "next_state": "Toy | library", "reward": 0, "done": False}
+    answer = {
+        "reasoning": "the library",
+        "next_state": "Toy | library\nExits: south (hall)",
+        "reward": 0,
+        "done": False,
+    }
     runtime = FakeRuntime(json.dumps(answer))
 
     def factory(path: Path, settings: LocalSettings) -> FakeRuntime:
@@ -130,7 +135,9 @@ def test_the_local_backend_sends_the_toy_prompt(toy, toy_task, tmp_path: Path):
     env.reset(options={"task": toy_task})
     observation, _, _, _, info = env.step("move north")
     model.close()
-    assert observation == "Toy | library" and info["usage"]["model"] == "tiny-toy.gguf" and runtime.closed
+    assert (
+        observation == answer["next_state"] and info["usage"]["model"] == "tiny-toy.gguf" and runtime.closed
+    )
     (body,) = runtime.bodies
     request = ExperienceRequest(
         prompt=PROMPT, task=toy_task, state=toy_task.initial_state, action="MOVE north"

@@ -67,7 +67,7 @@ def test_the_endpoint_gets_the_state_schema_and_a_schema_invalid_answer_is_reask
     with ScriptedOpenAIServer() as server:
         server.enqueue(ok(json.dumps(bad)), ok(json.dumps(answer(library))))
         model = OpenAIExperienceModel(base_url=server.url, model="toy-model", api_key="k")
-        env = DreamEnv(toy, model, state_mode="structured")
+        env = DreamEnv(toy, model, state_mode="structured", on_model_error="raise")
         env.reset(options={"task": task})
         observation, *_ = env.step("MOVE north")
         assert observation == render_toy_state(library) and json.loads(env.state)["room"] == "library"
