@@ -64,7 +64,17 @@ BACKENDS: Final[tuple[Backend, ...]] = ("endpoint", "local")
 BACKEND_VARIABLE: Final = "DREAMGYM_BACKEND"
 ENDPOINT_VARIABLES: Final = ("DREAMGYM_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY")
 LOCAL_SETTINGS: Final = frozenset(
-    {"model_path", "preset", "settings", "n_ctx", "n_threads", "poll", "seed", "runtime_factory", "lora_adapter"}
+    {
+        "model_path",
+        "preset",
+        "settings",
+        "n_ctx",
+        "n_threads",
+        "poll",
+        "seed",
+        "runtime_factory",
+        "lora_adapter",
+    }
 )
 """Keyword arguments that only the local backend takes (passing one chooses it)."""
 ENDPOINT_SETTINGS: Final = frozenset(
