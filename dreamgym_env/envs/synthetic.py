@@ -416,23 +416,11 @@ class DreamEnv(gym.Env[str, str]):
         for shown in (text, observation):
             if not self.observation_space.contains(shown):
                 # Never a state or observation outside the space; nothing is recorded, so a retry is clean.
-                assert self.task is not None
-                raise ModelOutputError(
-                    f"task {self.task.id!r}: the next state ({len(shown)} characters) is outside the "
-                    f"observation space {self.observation_space!r}",
-                    output=shown,
-                    backend=transition.usage.model,
-                    attempts=transition.usage.attempts,
-                )
+                why = f"the next state ({len(shown)} characters) is outside the observation space {self.observation_space!r}"
+                raise self._refused(why, shown, transition)
         if not terminated and self._offers_no_action(abstract, text):
-            assert self.task is not None
-            raise ModelOutputError(
-                f"task {self.task.id!r}: the next state offers no action, but the episode goes on "
-                f"(action {pending.action.text[:80]!r} does not end it)",
-                output=next_state,
-                backend=transition.usage.model,
-                attempts=transition.usage.attempts,
-            )
+            why = f"the next state offers no action, but the episode goes on (action {pending.action.text[:80]!r} does not end it)"
+            raise self._refused(why, next_state, transition)
         step = Step(
             state=self.state,
             action=pending.action.text,
@@ -496,6 +484,16 @@ class DreamEnv(gym.Env[str, str]):
             **self._state_info(),
         }
         return self.observation, 0.0, False, True, info
+
+    def _refused(self, why: str, output: str, transition: Transition) -> ModelOutputError:
+        """The error for a transition the env cannot take as the model answered it."""
+        assert self.task is not None
+        return ModelOutputError(
+            f"task {self.task.id!r}: {why}",
+            output=output,
+            backend=transition.usage.model,
+            attempts=transition.usage.attempts,
+        )
 
     def _offers_no_action(self, abstract: BaseModel | None, text: str) -> bool:
         """Whether a state is a dead end: its domain lists admissible actions, and none for it."""
