@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -62,6 +63,8 @@ class ReadyStep:
     """The next state parsed (structured mode), so that recording it parses nothing again."""
     state_text: str = ""
     """The next state rendered (structured mode)."""
+    admissible: list[str] | None = None
+    """The next state's admissible actions, found once when the step was checked."""
 
 
 class DreamEnv(gym.Env[str, str]):
@@ -217,6 +220,7 @@ class DreamEnv(gym.Env[str, str]):
         self.observation = ""
         """What the agent sees of the current state (``Domain.render_observation`` of its text)."""
         self._abstract: BaseModel | None = None  # structured mode: ``state`` parsed once per step
+        self._admissible: list[str] | None = None  # the current state's, found once per state
         self.on_model_error: OnModelError = on_model_error
         self.model_failures = 0
         """Episodes this env ended truncated because the model could not answer a step."""
@@ -283,12 +287,18 @@ class DreamEnv(gym.Env[str, str]):
         return self.observation, info
 
     def _set_state(
-        self, state: str, observation: str | None = None, abstract: BaseModel | None = None, text: str = ""
+        self,
+        state: str,
+        observation: str | None = None,
+        abstract: BaseModel | None = None,
+        text: str = "",
+        admissible: list[str] | EllipsisType | None = ...,
     ) -> None:
         """Make ``state`` the current state.
 
         ``observation`` is the agent's view of it, ``abstract`` and ``text`` the state parsed and
-        rendered, when the step already has them.
+        rendered and ``admissible`` its admissible actions, when the step already has them
+        (``...``: found here).
         """
         self.state = state
         if self.state_mode == "structured":
@@ -296,6 +306,9 @@ class DreamEnv(gym.Env[str, str]):
             self.state_text = text if abstract is not None else self.domain.render_state(self._abstract)
         else:
             self.state_text = state
+        self._admissible = (
+            self._admissible_of(self._abstract, self.state_text) if admissible is ... else admissible
+        )
         self.observation = (
             self.domain.render_observation(self.state_text) if observation is None else observation
         )
@@ -370,11 +383,7 @@ class DreamEnv(gym.Env[str, str]):
         """An admissible action taken as listed, its free slot (``search[<query>]``) unfilled."""
         if ACTION_SLOT.search(action.text) is None:  # the common case: no list to build
             return None
-        if self.state_mode == "structured":
-            admissible = self.domain.state_admissible_actions(self._abstract_state())
-        else:
-            admissible = self.domain.admissible_actions(self.state_text)
-        listed = {a.strip().lower(): a for a in admissible or [] if ACTION_SLOT.search(a)}
+        listed = {a.strip().lower(): a for a in self._admissible or [] if ACTION_SLOT.search(a)}
         template = listed.get(action.text.strip().lower())
         if template is None:
             return None
@@ -418,7 +427,8 @@ class DreamEnv(gym.Env[str, str]):
                 # Never a state or observation outside the space; nothing is recorded, so a retry is clean.
                 why = f"the next state ({len(shown)} characters) is outside the observation space {self.observation_space!r}"
                 raise self._refused(why, shown, transition)
-        if not terminated and self._offers_no_action(abstract, text):
+        admissible = self._admissible_of(abstract, text)
+        if not terminated and admissible is not None and not admissible:  # a dead end
             why = f"the next state offers no action, but the episode goes on (action {pending.action.text[:80]!r} does not end it)"
             raise self._refused(why, next_state, transition)
         step = Step(
@@ -436,7 +446,7 @@ class DreamEnv(gym.Env[str, str]):
             "reward_source": reward_source,
             "demonstrations": len(pending.request.demonstrations),
         }
-        return ReadyStep(step, info, observation, False, abstract, text)
+        return ReadyStep(step, info, observation, False, abstract, text, admissible)
 
     def _commit_step(self, ready: ReadyStep) -> StepResult:
         """Record a planned or resolved step (history, state, listeners) and return its step tuple."""
@@ -444,19 +454,12 @@ class DreamEnv(gym.Env[str, str]):
         assert self.task is not None
         self.steps.append(step)
         if not ready.keep_state:
-            self._set_state(step.next_state, observation, ready.abstract, ready.state_text)
+            self._set_state(step.next_state, observation, ready.abstract, ready.state_text, ready.admissible)
         for listener in self.step_listeners:
             listener(self.task, step, len(self.steps) - 1)
         truncated = self.max_steps is not None and len(self.steps) >= self.max_steps and not step.done
         self._done = step.done or truncated
-        info.update(
-            task=self.task,
-            task_id=self.task.id,
-            source="synthetic",
-            action_valid=step.action_valid,
-            won=step.done and step.reward >= 1.0,
-            **self._state_info(),
-        )
+        info.update(self._step_info(step.action_valid, won=step.done and step.reward >= 1.0))
         if self.render_mode == "human":
             print(self._render_step(step.action, observation, step))
         return observation, step.reward, step.done, truncated, info
@@ -476,12 +479,7 @@ class DreamEnv(gym.Env[str, str]):
             "error": f"{type(error).__name__}: {error}",
             "reasoning": "",
             "usage": Usage(attempts=error.attempts).model_dump(),
-            "task": self.task,
-            "task_id": self.task.id,
-            "source": "synthetic",
-            "action_valid": True,
-            "won": False,
-            **self._state_info(),
+            **self._step_info(action_valid=True, won=False),
         }
         return self.observation, 0.0, False, True, info
 
@@ -495,21 +493,28 @@ class DreamEnv(gym.Env[str, str]):
             attempts=transition.usage.attempts,
         )
 
-    def _offers_no_action(self, abstract: BaseModel | None, text: str) -> bool:
-        """Whether a state is a dead end: its domain lists admissible actions, and none for it."""
+    def _admissible_of(self, abstract: BaseModel | None, text: str) -> list[str] | None:
+        """A state's admissible actions (``None``: the domain lists none), from its abstract form in structured mode."""
         if abstract is not None:
-            admissible = self.domain.state_admissible_actions(abstract)
-        else:
-            admissible = self.domain.admissible_actions(text)
-        return admissible is not None and not admissible
+            return self.domain.state_admissible_actions(abstract)
+        return self.domain.admissible_actions(text)
+
+    def _step_info(self, action_valid: bool, won: bool) -> dict[str, Any]:
+        """What every step's ``info`` says of the task and the state it leaves the env in."""
+        assert self.task is not None
+        return {
+            "task": self.task,
+            "task_id": self.task.id,
+            "source": "synthetic",
+            "action_valid": action_valid,
+            "won": won,
+            **self._state_info(),
+        }
 
     def _state_info(self) -> dict[str, Any]:
-        if self.state_mode == "structured":
-            admissible = self.domain.state_admissible_actions(self._abstract_state())
-        else:
-            admissible = self.domain.admissible_actions(self.state_text)
         info: dict[str, Any] = {"state": self.state_text}
-        return info if admissible is None else {**info, "admissible_actions": admissible}
+        # a copy: a caller that edits its info leaves the env's list as it was
+        return info if self._admissible is None else {**info, "admissible_actions": list(self._admissible)}
 
     @staticmethod
     def _render_step(action: str, observation: str, step: Step) -> str:

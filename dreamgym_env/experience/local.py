@@ -62,9 +62,9 @@ DEFAULT_N_CTX: Final = 8192
 DEFAULT_N_PARALLEL: Final = 4
 """Slots: requests decoded together (a vector env's step); each has its own ``n_ctx`` and KV cache."""
 DEFAULT_CACHE_RAM_MIB: Final = 256
+"""The host-side prompt cache's bound (llama.cpp's default is 8,192 MiB)."""
 DEFAULT_POLL: Final = 0
 """llama.cpp's polling level while its threads wait for work (0: sleep; its own default, 50, spins)."""
-"""The host-side prompt cache's bound (llama.cpp's default is 8,192 MiB)."""
 DEFAULT_SEED: Final = 0
 LOCAL_EXTRA_HINT: Final = "pip install 'dreamgym-env[local]'"
 

@@ -102,13 +102,19 @@ def _bare_page(request: ExperienceRequest) -> Transition:
     return Transition(reasoning="a page without labels", next_state="WebShop | nothing to click here")
 
 
-def test_synthetic_episode_stops_when_it_cannot_usefully_go_on(monkeypatch):
-    model = ScriptedExperienceModel(_results_page)
+def _expert_episode(monkeypatch, respond) -> tuple[Any, ScriptedExperienceModel]:
+    """``dreamgym episode`` of the expert on WebShop in text mode, the model answering ``respond``."""
+    model = ScriptedExperienceModel(respond)
     monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda *a, **k: model)
     result = runner.invoke(
         app, ["episode", "--domain", "webshop", "--policy", "expert", "--state-mode", "text"]
     )
     assert result.exit_code == 0, result.output
+    return result, model
+
+
+def test_synthetic_episode_stops_when_it_cannot_usefully_go_on(monkeypatch):
+    result, model = _expert_episode(monkeypatch, _results_page)
     assert "stopped: the scripted policy repeats an action that is invalid on this page" in result.stdout
     assert model.calls == 1  # the first search; nothing after the stop
     assert "truncated=True" not in result.stdout  # stopped long before the step limit
@@ -116,12 +122,7 @@ def test_synthetic_episode_stops_when_it_cannot_usefully_go_on(monkeypatch):
 
 
 def test_a_synthetic_page_with_no_action_ends_the_episode_with_the_models_error(monkeypatch):
-    model = ScriptedExperienceModel(_bare_page)
-    monkeypatch.setattr("dreamgym_env.experience.selection.default_experience_model", lambda *a, **k: model)
-    result = runner.invoke(
-        app, ["episode", "--domain", "webshop", "--policy", "expert", "--state-mode", "text"]
-    )
-    assert result.exit_code == 0, result.output
+    result, model = _expert_episode(monkeypatch, _bare_page)
     shown = " ".join(result.stdout.split())  # the console wraps long lines
     assert "error: ModelOutputError: " in shown and "the next state offers no action" in shown
     assert "truncated=True" in shown and model.calls == 1

@@ -481,11 +481,18 @@ class FakeServer:
         return ""
 
 
-def test_the_runtime_bounds_llama_cpps_host_prompt_cache(monkeypatch, tmp_path):
-    """llama.cpp's own bound (8 GiB) let a long run's process grow by ~0.8 MB a request."""
+@pytest.fixture
+def server_params(monkeypatch) -> list:
+    """The parameters each ``XllamacppRuntime`` gives xllamacpp's server (a double here)."""
     xllamacpp = pytest.importorskip("xllamacpp")
-    given = []
+    given: list = []
     monkeypatch.setattr(xllamacpp, "Server", lambda params: given.append(params) or FakeServer())
+    return given
+
+
+def test_the_runtime_bounds_llama_cpps_host_prompt_cache(server_params, tmp_path):
+    """llama.cpp's own bound (8 GiB) let a long run's process grow by ~0.8 MB a request."""
+    xllamacpp, given = pytest.importorskip("xllamacpp"), server_params
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1))
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1, cache_ram_mib=0))
     assert [params.cache_ram_mib for params in given] == [local.DEFAULT_CACHE_RAM_MIB, 0]
@@ -494,11 +501,9 @@ def test_the_runtime_bounds_llama_cpps_host_prompt_cache(monkeypatch, tmp_path):
         LocalSettings(cache_ram_mib=-1)
 
 
-def test_llama_cpps_threads_sleep_while_they_wait_unless_asked_to_spin(monkeypatch, tmp_path):
+def test_llama_cpps_threads_sleep_while_they_wait_unless_asked_to_spin(server_params, tmp_path):
     """Its own polling (50) made two processes on the same cores spin against each other."""
-    xllamacpp = pytest.importorskip("xllamacpp")
-    given = []
-    monkeypatch.setattr(xllamacpp, "Server", lambda params: given.append(params) or FakeServer())
+    xllamacpp, given = pytest.importorskip("xllamacpp"), server_params
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1))
     local.XllamacppRuntime(tmp_path / "model.gguf", LocalSettings(n_threads=1, poll=50))
     assert [(p.cpuparams.poll, p.cpuparams_batch.poll) for p in given] == [(0, 0), (50, 50)]
