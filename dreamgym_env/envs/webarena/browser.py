@@ -73,6 +73,21 @@ class Browser:
         self._pages: tuple[int, dict[str, Page]] = (0, {})
         self.load(url)
 
+    @classmethod
+    def with_tabs(cls, world: World, histories: list[tuple[list[str], int]], active: int) -> Browser:
+        """A browser whose tabs have these histories (URLs, position), showing tab ``active``'s page.
+
+        Raises :class:`NotFound` when the active tab's page is no site's, :class:`ValueError`
+        for a position or tab outside the lists.
+        """
+        if not 0 <= active < len(histories) or not all(0 <= i < len(urls) for urls, i in histories):
+            raise ValueError("a tab's position or the active tab is outside the history")
+        urls, index = histories[active]
+        browser = cls(world, urls[index])
+        browser.tabs = [Tab(list(urls), index) for urls, index in histories]
+        browser.active = active
+        return browser
+
     @property
     def tab(self) -> Tab:
         return self.tabs[self.active]

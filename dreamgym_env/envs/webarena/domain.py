@@ -209,8 +209,9 @@ class WebArenaDomain(Domain):
 
         A model cannot know the elements of a page it has not seen: a link, a scroll, a ``goto``,
         typing or a button on a page the sites (the seeded data with the state's changes) show
-        opens what the programmatic sites open, and the changes a form makes. The tab history's
-        actions get nothing; the reward and the episode's end stay the model's.
+        opens what the programmatic sites open, and the changes a form makes; ``go_back``,
+        ``go_forward`` and the tabs' actions open the page the state's history of the tabs
+        holds. The reward and the episode's end stay the model's.
         """
         page = state if isinstance(state, WebArenaState) else WebArenaState.model_validate(state.model_dump())
         return next_page_fields(task, page, action.text)

@@ -2,11 +2,13 @@
 
 A page's state carries what the episode changed in the sites' data (``changes``, as
 :meth:`World.changes <dreamgym_env.envs.webarena.world.World.changes>` writes it), so the sites
-as the episode left them can be rebuilt: the seeded data with those changes made again. When the
-state's page is exactly the page those sites show at its URL (:func:`browser_at`), a link, a
-scroll, a ``goto``, typing or a button opens what the programmatic sites open, with the changes
-a form makes (:func:`next_page_fields`). The tab history's actions (``go_back``, the tabs) get
-nothing: the model writes those pages. The reward and the episode's end stay the model's.
+as the episode left them can be rebuilt: the seeded data with those changes made again. It also
+carries each tab's history (``history``), so the browser's tabs can be rebuilt too. When the
+state's page is exactly the page those sites show at its URL (:func:`browser_at`), every action
+but ``stop`` opens what the programmatic sites open: a link, a scroll, a ``goto``, typing or a
+button, with the changes a form makes, and the history's and the tabs' actions (``go_back``,
+``go_forward``, ``new_tab``, ``tab_focus``, ``close_tab``) (:func:`next_page_fields`). The reward
+and the episode's end stay the model's.
 
 At ``stop [answer]`` :func:`stop_line` shows what WebArena's evaluators find: the answer against
 the reference answers, the URL against the reference URL, the page's text against the required
@@ -16,30 +18,26 @@ contents and the sites' data against a ``program_state`` check.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 from dreamgym_env.domain import ActionError
 from dreamgym_env.envs.webarena.browser import ActionFailed, Browser
 from dreamgym_env.envs.webarena.evaluators import OR, check_state, exact_match, must_include, url_match
 from dreamgym_env.envs.webarena.grammar import NOT_APPLICABLE, parse_command
 from dreamgym_env.envs.webarena.sites.base import NotFound
-from dreamgym_env.envs.webarena.state import Element, WebArenaState
+from dreamgym_env.envs.webarena.state import Element, TabHistory, WebArenaState
 from dreamgym_env.envs.webarena.world import DEFAULT_DATA_SEED, World, load_data
 from dreamgym_env.types import Task
 
-PAGE_VERBS: Final = frozenset({"click", "type", "hover", "press", "scroll", "goto", "stop"})
-"""Actions whose next page the current one and the seeded data decide (not the tab history's)."""
 
-
-def page_state(
-    browser: Browser, *, tabs: list[str] | None = None, active_tab: int | None = None, message: str = ""
-) -> WebArenaState:
-    """The state of ``browser``'s page and of its sites' data (default: its own tabs and active tab)."""
+def page_state(browser: Browser, *, message: str = "") -> WebArenaState:
+    """The state of ``browser``'s page, of its tabs and their history, and of its sites' data."""
     return WebArenaState(
         url=browser.url,
         title=browser.elements()[0].name,
-        tabs=browser.tab_titles() if tabs is None else tabs,
-        active_tab=browser.active if active_tab is None else active_tab,
+        tabs=browser.tab_titles(),
+        active_tab=browser.active,
+        history=[TabHistory(urls=list(tab.history), index=tab.index) for tab in browser.tabs],
         elements=_shown(browser),
         more_above=browser.more_above,
         more_below=browser.more_below,
@@ -72,17 +70,23 @@ def world_of(task: Task, state: WebArenaState) -> World | None:
 def browser_at(task: Task, state: WebArenaState) -> Browser | None:
     """A browser on the sites of ``state``'s episode showing exactly its page, or ``None`` when no such page is there.
 
-    The sites are the seeded data with the state's changes (:func:`world_of`). The tab's message,
-    scroll, typed values, focus and open comboboxes are read back from the visible elements; the
-    page must then show the same elements with the same properties.
+    The sites are the seeded data with the state's changes (:func:`world_of`), the tabs those of
+    the state's history, the active one at the state's URL. The tab's message, scroll, typed
+    values, focus and open comboboxes are read back from the visible elements; the page must then
+    show the same elements with the same properties, and the tabs the same titles. The other
+    tabs' scroll and typed text are not in the state: they show their pages as opened.
     """
     # an invalid action's failure line (``message``) is no part of the page: the next action drops it
     world = world_of(task, state)
     if world is None:
         return None
+    histories = [(h.urls, h.index) for h in state.history]
     try:
-        browser = Browser(world, state.url)
-    except NotFound:
+        browser = Browser.with_tabs(world, histories, state.active_tab)
+        titles = browser.tab_titles()
+    except (NotFound, ValueError):
+        return None
+    if browser.url != state.url or titles != state.tabs:
         return None
     shown = state.elements
     if len(shown) < 1 or shown[0].role != "RootWebArea":
@@ -133,12 +137,12 @@ def start_page_state(task: Task) -> WebArenaState | None:
 def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str, Any]:
     """The whole next page of ``action`` on ``state``'s page, and the episode's changes after it, as the sites show them; or ``{}``.
 
-    Empty when the current page is not the sites' (:func:`browser_at`), for an action the tab
-    history or the other tabs decide (``go_back``, ``new_tab``, ...) and for one the sites refuse.
-    ``stop`` keeps any page as it is.
+    Empty when the current page is not the sites' (:func:`browser_at`) and for an action the
+    sites or the browser refuse (a tab that is not there). ``go_back`` on a tab's first page
+    keeps it, as Playwright's ``page.go_back()`` does. ``stop`` keeps any page as it is.
     """
     command = parse_command(action)
-    if isinstance(command, ActionError) or command.verb not in PAGE_VERBS:
+    if isinstance(command, ActionError):
         return {}
     if command.verb == "stop":  # WebArena's stop leaves the page as it is, whatever the sites' state
         return state.model_copy(update={"message": ""}).model_dump()
@@ -147,14 +151,11 @@ def next_page_fields(task: Task, state: WebArenaState, action: str) -> dict[str,
         return {}
     try:
         browser.act(command)
-    except ActionFailed:
+        page = page_state(browser)
+    except (ActionFailed, NotFound):  # NotFound: another tab's page, retitled after a form
         return {}
-    # the rebuilt browser has one tab: the state's tabs stay, the active one retitled
-    tabs = list(state.tabs)
-    if 0 <= state.active_tab < len(tabs):
-        tabs[state.active_tab] = browser.elements()[0].name
     # as the state's JSON has it: a false flag and an empty message left out (the model leaves them out too)
-    return page_state(browser, tabs=tabs, active_tab=state.active_tab).model_dump()
+    return page.model_dump()
 
 
 def _page_text(task: Task, state: WebArenaState, world: World) -> Callable[[str], str]:

@@ -98,6 +98,7 @@ _STATIC_TEXT = re.compile(r"\[\d+\] StaticText (.+)", re.DOTALL)
 _NAME_CHARS = 200
 _LINE_CHARS = 300
 _MAX_TABS = 10
+_MAX_HISTORY = 32  # a page a step: the start page and WebArena's 30 steps fit
 _MAX_PROPERTIES = 6
 _MAX_CHANGES = 20
 
@@ -112,10 +113,18 @@ def _element_schema(schema: dict[str, Any]) -> None:
             choice["maxLength"] = _NAME_CHARS
 
 
+def _tab_history_schema(schema: dict[str, Any]) -> None:
+    properties = schema["properties"]
+    properties["urls"]["maxItems"] = _MAX_HISTORY
+    properties["urls"]["items"]["maxLength"] = _NAME_CHARS
+    properties["index"].update(minimum=0, maximum=_MAX_HISTORY - 1)
+
+
 def _state_schema(schema: dict[str, Any]) -> None:
     properties = schema["properties"]
     properties["elements"]["maxItems"] = VIEWPORT + 1  # the root and the viewport
     properties["tabs"]["maxItems"] = _MAX_TABS
+    properties["history"]["maxItems"] = _MAX_TABS
     properties["tabs"]["items"]["maxLength"] = _NAME_CHARS
     for name in ("url", "title"):
         properties[name]["maxLength"] = _NAME_CHARS
@@ -147,8 +156,21 @@ class Element(BaseModel):
         return _without_empty(handler(self), ("name", "depth", "properties"))
 
 
+class TabHistory(BaseModel):
+    """One tab's history as the browser keeps it: the URLs it went to, in order, and the position of its page."""
+
+    model_config = ConfigDict(json_schema_extra=_tab_history_schema)
+
+    urls: list[str]
+    index: int = Field(default=0, description="the position of the tab's page in urls; left out when 0")
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        return _without_empty(handler(self), ("index",))
+
+
 class WebArenaState(BaseModel):
-    """What the agent sees: the tabs, the active tab's URL and title, and its visible elements."""
+    """What the agent sees (the tabs, the active tab's URL, title and visible elements), each tab's history, the sites' changes."""
 
     model_config = ConfigDict(json_schema_extra=_state_schema)
 
@@ -156,6 +178,12 @@ class WebArenaState(BaseModel):
     title: str = ""
     tabs: list[str] = Field(default_factory=list)
     active_tab: int = 0
+    history: list[TabHistory] = Field(
+        default_factory=list,
+        description="each tab's history (go_back, go_forward and the tabs' actions read it); left out when unknown",
+    )
+    """Each tab's URLs and position (``Tab.history``, ``Tab.index``): not shown to the agent, but
+    what the history's and the tabs' actions open; empty for a state read from a page's text."""
     elements: list[Element] = Field(default_factory=list)
     more_above: bool = Field(default=False, description="scroll [up] shows more; left out when false")
     more_below: bool = Field(default=False, description="scroll [down] shows more; left out when false")
@@ -172,7 +200,7 @@ class WebArenaState(BaseModel):
 
     @model_serializer(mode="wrap")
     def _compact(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        return _without_empty(handler(self), ("more_above", "more_below", "message", "changes"))
+        return _without_empty(handler(self), ("history", "more_above", "more_below", "message", "changes"))
 
 
 class ElementLike(Protocol):

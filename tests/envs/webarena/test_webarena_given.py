@@ -10,6 +10,7 @@ import pytest
 from dreamgym_env.bench.fidelity import ReferenceTransition
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webarena.reference_env import WebArenaRefEnv
+from dreamgym_env.envs.webarena.state import TabHistory, WebArenaState
 from dreamgym_env.training.dataset import policy_transitions
 
 domain = get_domain("webarena")
@@ -33,11 +34,12 @@ def test_the_given_page_is_the_reference_envs_next_page():
             after = {"more_above": False, "more_below": False, "message": "", "changes": [], **after}
             given += 1
             wrong += any(after[name] != value for name, value in request.given_fields.items())
-    assert given > 850  # of 900: go_back's page and a refused action's are the model's to write
+    # of 900: the history's and the tabs' pages are given too; a few scrolled pages are not read back
+    assert given > 890
     assert wrong == 0
 
 
-def test_a_page_the_episode_changed_is_given_the_tab_history_is_not():
+def test_a_page_the_episode_changed_is_given():
     env = WebArenaRefEnv(split="test")
     task = next(t for t in env.tasks if t.metadata["eval"].get("program", {}).get("check") == "cart_contains")
     observation, info = env.reset(options={"task": task})
@@ -64,7 +66,59 @@ def test_a_page_the_episode_changed_is_given_the_tab_history_is_not():
         assert domain.given_fields(task, page, domain.parse_action(f"click [{home}]")) == {}
     # a stop keeps any page
     assert domain.given_fields(task, changed, domain.parse_action(stop)) == changed.model_dump()
-    assert domain.given_fields(task, start, domain.parse_action("go_back")) == {}
+
+
+def _given_along(env: WebArenaRefEnv, actions: list[str]) -> list[WebArenaState]:
+    """The reference env's page after each action, checking that the domain gives exactly it from the page before."""
+    pages = []
+    for action in actions:
+        before = env.abstract_state
+        _, _, _, _, info = env.step(action)
+        assert info["action_valid"], (action, info)
+        given = domain.given_fields(env.task, before, domain.parse_action(action))
+        assert given == env.abstract_state.model_dump(), action
+        pages.append(env.abstract_state)
+    return pages
+
+
+def test_go_back_on_the_first_page_keeps_it_and_go_forward_returns():
+    env = WebArenaRefEnv(split="test")
+    env.reset(seed=0)
+    start = env.abstract_state
+    assert start.history == [TabHistory(urls=[start.url])]
+    back, clicked, back_again, forward = _given_along(env, ["go_back", "click [14]", "go_back", "go_forward"])
+    assert back == start  # Playwright's page.go_back() with no page before does nothing
+    assert back_again.url == start.url and back_again.history[0].index == 0
+    assert forward.url == clicked.url and forward.history == clicked.history
+
+
+def test_the_tabs_round_trip_lands_each_tab_on_its_site(task_of):
+    env = WebArenaRefEnv(split="test")
+    env.reset(options={"task": task_of("gitlab.stars")})
+    actions = ["new_tab", "goto [map.local/search?q=park]", "tab_focus [0]", "tab_focus [1]", "go_back"]
+    actions += ["go_forward", "tab_focus [0]", "close_tab", "goto [http://reddit.local/forums]", "go_back"]
+    pages = _given_along(env, actions)
+    blank, park, gitlab, park_again, back_to_blank = pages[:5]
+    assert blank.tabs == ["Projects · GitLab", ""] and blank.url == "about:blank"
+    assert gitlab.url.startswith("http://gitlab.local/") and gitlab.active_tab == 0
+    assert park_again.url == park.url == "http://map.local/search?q=park" and park_again.active_tab == 1
+    assert back_to_blank.url == "about:blank"
+    closed, forums, back = pages[7:]
+    assert closed.tabs == ["Search | OpenStreetMap"] and closed.url == park.url
+    assert back.url == park.url and back.history[0].urls[-1] == forums.url
+
+
+def test_a_tab_action_the_browser_refuses_or_an_unknown_history_gets_no_page():
+    env = WebArenaRefEnv(split="test")
+    env.reset(seed=0)
+    start = env.abstract_state
+    assert domain.given_fields(env.task, start, domain.parse_action("tab_focus [3]")) == {}
+    # a page read from its text has no history: its tabs cannot be rebuilt
+    unknown = start.model_copy(update={"history": []})
+    assert domain.given_fields(env.task, unknown, domain.parse_action("go_back")) == {}
+    # nor from a history that does not lead to the state's page
+    elsewhere = start.model_copy(update={"history": [TabHistory(urls=["http://map.local/"])]})
+    assert domain.given_fields(env.task, elsewhere, domain.parse_action("go_back")) == {}
 
 
 def _short(line: str) -> str:
@@ -174,3 +228,24 @@ def test_only_stop_ends_a_synthetic_episode_and_is_paid():
         assert not terminated and reward == 0.0 and not info["won"], action
     _, reward, terminated, _, info = env.step("stop [done]")
     assert terminated and reward == 1.0 and info["won"]
+
+
+def test_go_back_after_a_click_is_the_reference_envs_page_with_the_shipped_model():
+    """The model writes only the reasoning, the reward and the episode's end: the sites give the page back."""
+    import gymnasium as gym
+
+    import dreamgym_env  # noqa: F401  (registers the envs)
+
+    env = gym.make("DreamGym/WebArena-v0")
+    reference = WebArenaRefEnv()
+    try:
+        _, info = env.reset(seed=0)
+        start, _ = reference.reset(options={"task": info["task"]})
+        assert "go_back" in info["admissible_actions"]
+        for action in ("click [14]", "go_back"):
+            observation, reward, terminated, _, info = env.step(action)
+            expected, *_ = reference.step(action)
+            assert observation == expected and info["action_valid"], action
+        assert observation == start and (reward, terminated) == (0.0, False)
+    finally:
+        env.close()

@@ -389,7 +389,7 @@ def test_the_answer_schema_bounds_a_page_and_every_page_of_the_sites_fits(env):
     from jsonschema import Draft202012Validator
 
     from dreamgym_env.envs.webarena.expert import WebArenaExpert
-    from dreamgym_env.envs.webarena.state import Element
+    from dreamgym_env.envs.webarena.state import Element, TabHistory
 
     validator = Draft202012Validator(WebArenaState.model_json_schema())
     env.reset(options={"task": env.tasks[0]})
@@ -402,6 +402,9 @@ def test_the_answer_schema_bounds_a_page_and_every_page_of_the_sites_fits(env):
     assert not validator.is_valid(looping.model_dump(mode="json"))
     endless = page.model_copy(update={"elements": [Element(id=1, role="RootWebArea", name="x" * 201)]})
     assert not validator.is_valid(endless.model_dump(mode="json"))
+    # and a history copied on and on
+    copied = page.model_copy(update={"history": [TabHistory(urls=[page.url] * 33)]})
+    assert not validator.is_valid(copied.model_dump(mode="json"))
     seen = 0
     for task in env.tasks[::4]:  # every site: the expert's pages, scrolled ones included
         observation, info = env.reset(options={"task": task})

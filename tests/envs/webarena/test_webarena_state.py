@@ -4,6 +4,7 @@ from dreamgym_env.envs.webarena.state import (
     MORE_ABOVE,
     MORE_BELOW,
     Element,
+    TabHistory,
     WebArenaState,
     parse_state,
     render,
@@ -140,8 +141,15 @@ def test_json_leaves_out_empty_fields_and_reads_them_back():
         and '"more_' not in text
         and '"properties":{}' not in text
         and '"name":""' not in text
+        and '"history"' not in text
     )
     assert WebArenaState.model_validate_json(text) == page
+    # a tab on its first page leaves its position out
+    history = [TabHistory(urls=["http://shopping.local/"]), TabHistory(urls=["a", "b"], index=1)]
+    tabs = page.model_copy(update={"history": history})
+    written = '"history":[{"urls":["http://shopping.local/"]},{"urls":["a","b"],"index":1}]'
+    assert written in tabs.model_dump_json()
+    assert WebArenaState.model_validate_json(tabs.model_dump_json()) == tabs
     # an answer that writes the empty fields out is the same state, with the same canonical JSON
     written = text.replace(
         '{"id":2,"role":"main","depth":1}', '{"id":2,"role":"main","name":"","depth":1,"properties":{}}'
