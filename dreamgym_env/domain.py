@@ -14,6 +14,7 @@ Gymnasium ids. docs/domains.md walks through a whole pack.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "ActionError",
     "Domain",
     "DomainPrompt",
+    "FieldSource",
     "ObservationFeatures",
     "ParsedAction",
     "Policy",
@@ -45,7 +47,12 @@ __all__ = [
     "RewardMode",
     "Split",
     "StepResult",
+    "SuppliedFields",
+    "Supply",
+    "changed_content",
+    "changed_text_content",
     "fill_with_instruction",
+    "share_of_model",
 ]
 
 RewardMode = Literal["outcome", "score"]
@@ -53,6 +60,105 @@ RewardMode = Literal["outcome", "score"]
 ``"score"``: the domain's shaped score in [0, 1] (``info["score"]``), where it has one."""
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 """What a text env's ``step`` returns: observation, reward, terminated, truncated, info."""
+Supply = Literal["pack", "none"]
+"""What may fix next-state fields before the experience model answers (a synthetic env's ``supply``).
+
+``"pack"`` (the grounded default): the domain's structural rules and its world data and code
+(catalogue and search engine, sites, household, scoring and the verdict lines it prints);
+``"none"``: the structural rules only (the fields an action cannot change), and the model writes
+everything else, as for a domain known only from recorded trajectories."""
+SUPPLIES: tuple[Supply, ...] = ("pack", "none")
+FieldSource = Literal["model", "carried", "pack"]
+"""Who wrote a next-state field: the experience ``model``, a structural rule that ``carried`` it
+from the state, or the ``pack``'s world data and code."""
+
+
+def changed_content(
+    state: dict[str, Any], next_state: dict[str, Any], sources: dict[str, FieldSource]
+) -> dict[FieldSource, int]:
+    """The characters of ``next_state`` that differ from ``state``, by who wrote them.
+
+    A field counts its JSON's length when it changed; an object field (ALFWorld's ``seen``)
+    counts only its new or changed entries, as the model writes only those of an updated field.
+    """
+    out: dict[FieldSource, int] = {"model": 0, "carried": 0, "pack": 0}
+    for name, value in next_state.items():
+        old = state.get(name)
+        if old == value:
+            continue
+        if isinstance(value, dict) and isinstance(old, dict):
+            size = sum(len(json.dumps({k: v})) for k, v in value.items() if old.get(k) != v)
+        else:
+            size = len(json.dumps(value))
+        out[sources.get(name, "model")] += size
+    return out
+
+
+def changed_text_content(state: str, next_state: str, world: Sequence[str]) -> dict[FieldSource, int]:
+    """Text mode's :func:`changed_content`: the next state's lines that ``state`` lacks.
+
+    A line that repeats one of the request's world lines verbatim is the pack's (the model
+    copied a fact it was shown); every other new line is the model's.
+    """
+    old, facts = set(state.splitlines()), {line.strip() for line in world}
+    out: dict[FieldSource, int] = {"model": 0, "carried": 0, "pack": 0}
+    for line in next_state.splitlines():
+        if line not in old:
+            out["pack" if line.strip() in facts else "model"] += len(line) + 1
+    return out
+
+
+def share_of_model(counts: dict[FieldSource, int]) -> float | None:
+    """The model's share of changed content (:func:`changed_content`); ``None`` when nothing changed."""
+    total = sum(counts.values())
+    return counts["model"] / total if total else None
+
+
+@dataclass(frozen=True)
+class SuppliedFields:
+    """The next-state fields fixed before the model answers one valid action, by source.
+
+    ``carried`` (source ``carried``): top-level fields the action cannot change; the next state
+    keeps them. ``updated`` (``carried``): object fields whose entries the action can add or
+    change, never remove; the model writes only new or changed entries. ``given`` (``pack``):
+    fields the pack's world data fixes (WebShop's search results), with their values.
+    ``world`` (``pack``): lines of world facts shown in the request for the model to read (a
+    verdict line the pack's scoring code printed counts here). ``settles`` (``pack``): the pack
+    writes what the model's verdict implies (:meth:`Domain.settled_state`).
+    """
+
+    carried: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    given: dict[str, Any] = field(default_factory=dict)
+    world: tuple[str, ...] = ()
+    settles: bool = False
+
+    def sources(self, answered: BaseModel, settled: BaseModel) -> dict[str, FieldSource]:
+        """Who wrote each top-level field of a next state.
+
+        ``answered``: the state as the model's answer came back (the carried and given fields
+        filled in); ``settled``: after :meth:`Domain.settled_state` (the same object when the
+        pack settles nothing). A field the settling changed is the pack's.
+        """
+        before, after = answered.model_dump(), settled.model_dump()
+        return {
+            name: "carried"
+            if name in self.carried
+            else "pack"
+            if name in self.given or before.get(name) != value
+            else "model"
+            for name, value in after.items()
+        }
+
+    def request_fields(self) -> dict[str, Any]:
+        """The :class:`~dreamgym_env.types.ExperienceRequest` fields that carry these."""
+        return {
+            "carried_fields": list(self.carried),
+            "updated_fields": list(self.updated),
+            "given_fields": dict(self.given),
+            "world": list(self.world),
+        }
+
 
 ACTION_SLOT = re.compile(r"<[A-Za-z_][A-Za-z0-9_ ]*>")
 """A free slot in an admissible action, such as ``<query>`` in ``search[<query>]``: the one
@@ -348,27 +454,56 @@ class Domain(ABC):
         """
         return next_state
 
-    def answer_fields(self, state: str, action: str, task: Task | None = None) -> dict[str, Any]:
-        """A structured request's ``carried_fields``, ``updated_fields`` and (with ``task``) ``given_fields``.
+    def supplied_fields(
+        self,
+        task: Task | None,
+        state: str,
+        action: ParsedAction,
+        *,
+        abstract: BaseModel | None = None,
+        supply: Supply = "pack",
+    ) -> SuppliedFields:
+        """The next-state fields fixed before the model answers the valid ``action`` on ``state``, by source.
 
-        For its state JSON and action text; all empty for a text-only domain or when the state or
-        the action does not parse.
+        The one place generic code asks what the environment supplies: the synthetic env, the
+        training data and fidelity build their requests from it, and ``info["field_sources"]``
+        reports it. It gathers :meth:`carried_fields` and :meth:`updated_fields` (structural
+        rules), and, with ``supply="pack"``, :meth:`given_fields`, :meth:`world_lines` and
+        :meth:`settled_state` (the pack's world data and code); a pack overrides those parts.
+        ``state`` is the request's state (JSON in structured mode, else text), ``abstract`` its
+        parsed state where the caller has it. Without ``task`` nothing of the pack's is supplied.
         """
-        fields: dict[str, Any] = {"carried_fields": [], "updated_fields": [], "given_fields": {}}
-        if self.state_schema is None:
-            return fields
+        if supply not in SUPPLIES:
+            raise ConfigurationError(f"supply must be one of {', '.join(SUPPLIES)}, got {supply!r}")
+        if abstract is None and self.state_schema is not None:
+            try:
+                abstract = self.parse_state(state)
+            except ValueError:
+                abstract = None
+        carried = tuple(self.carried_fields(abstract, action)) if abstract is not None else ()
+        updated = tuple(self.updated_fields(abstract, action)) if abstract is not None else ()
+        if supply == "none" or task is None:
+            return SuppliedFields(carried, updated)
+        return SuppliedFields(
+            carried,
+            updated,
+            given=self.given_fields(task, abstract, action) if abstract is not None else {},
+            world=tuple(self.world_lines(task, state, action.text)),
+            settles=abstract is not None and type(self).settled_state is not Domain.settled_state,
+        )
+
+    def answer_fields(
+        self, state: str, action: str, task: Task | None = None, *, supply: Supply = "pack"
+    ) -> dict[str, Any]:
+        """The request fields of :meth:`supplied_fields` for an action's text: ``carried_fields``, ``updated_fields``, ``given_fields``, ``world``.
+
+        All empty when the action does not parse; the structured ones empty when the state does
+        not parse as one of this domain's states.
+        """
         parsed = self.parse_action(action)
-        try:
-            abstract = self.parse_state(state)
-        except ValueError:
-            return fields
         if isinstance(parsed, ActionError):
-            return fields
-        return {
-            "carried_fields": list(self.carried_fields(abstract, parsed)),
-            "updated_fields": list(self.updated_fields(abstract, parsed)),
-            "given_fields": self.given_fields(task, abstract, parsed) if task is not None else {},
-        }
+            return SuppliedFields().request_fields()
+        return self.supplied_fields(task, state, parsed, supply=supply).request_fields()
 
     def rubric_reward(
         self, task: Task, state: BaseModel, action: ParsedAction, reward: RewardMode = "outcome"

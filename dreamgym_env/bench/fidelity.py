@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from rapidfuzz.fuzz import ratio
 
-from dreamgym_env.domain import ActionError, Domain
+from dreamgym_env.domain import ActionError, Domain, Supply
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
@@ -115,12 +115,15 @@ def reference_transitions(
     *,
     history_len: int = DEFAULT_HISTORY_LEN,
     include_invalid: bool = False,
+    supply: Supply = "pack",
 ) -> list[ReferenceTransition]:
     """One reference transition per recorded step.
 
     Invalid actions are skipped by default: the synthetic env answers them itself and never
     asks the model. ``history`` holds the ``history_len`` steps before, as the env sends it;
-    each request carries ``domain``'s prompt, as the synthetic env's do. Trajectories recorded
+    each request carries ``domain``'s prompt, as the synthetic env's do, and what ``supply``
+    lets the domain fix (:meth:`~dreamgym_env.domain.Domain.supplied_fields`): ``"none"`` reads
+    nothing of the pack's world, only its grammar, prompt and state schema. Trajectories recorded
     with ``state_mode="structured"`` (their states are abstract states) give structured requests.
     """
     if history_len < 0:
@@ -134,20 +137,19 @@ def reference_transitions(
         past: list[Step] = []
         for step in trajectory.steps:
             if step.action_valid or include_invalid:
-                fields = pack.answer_fields(step.state, step.action, trajectory.task) if structured else {}
+                supplied = (
+                    pack.answer_fields(step.state, step.action, trajectory.task, supply=supply)
+                    if step.action_valid
+                    else {}
+                )
                 request = ExperienceRequest(
                     prompt=pack.prompt,
                     state_schema=pack.state_json_schema if structured else None,
-                    carried_fields=fields.get("carried_fields", []),
-                    updated_fields=fields.get("updated_fields", []),
-                    given_fields=fields.get("given_fields", {}),
+                    **supplied,
                     task=trajectory.task,
                     history=past[-history_len:] if history_len else [],
                     state=step.state,
                     action=step.action,
-                    world=list(pack.world_lines(trajectory.task, step.state, step.action))
-                    if step.action_valid
-                    else [],
                 )
                 truth = Transition(next_state=step.next_state, reward=step.reward, terminated=step.done)
                 out.append(ReferenceTransition(request, truth))

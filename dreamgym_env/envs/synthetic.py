@@ -12,7 +12,21 @@ import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel
 
-from dreamgym_env.domain import ACTION_SLOT, ActionError, Domain, ParsedAction, RewardMode, StepResult
+from dreamgym_env.domain import (
+    ACTION_SLOT,
+    SUPPLIES,
+    ActionError,
+    Domain,
+    FieldSource,
+    ParsedAction,
+    RewardMode,
+    StepResult,
+    SuppliedFields,
+    Supply,
+    changed_content,
+    changed_text_content,
+    share_of_model,
+)
 from dreamgym_env.envs.models import env_experience_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.tasksets import reset_task
@@ -49,6 +63,12 @@ class PendingStep:
 
     action: ParsedAction
     request: ExperienceRequest
+    supplied: SuppliedFields
+
+
+def _nothing_written() -> dict[str, Any]:
+    """``info``'s account of who wrote the next state, for a step the model did not answer."""
+    return {"field_sources": {}, "world_lines": [], "model_share": None}
 
 
 @dataclass
@@ -165,9 +185,12 @@ class DreamEnv(gym.Env[str, str]):
         reward_mode: RewardSource = "model",
         rubric: RewardMode = "outcome",
         on_model_error: OnModelError = "truncate",
+        supply: Supply = "pack",
         **model_settings: Any,
     ) -> None:
         self.domain = get_domain(domain)
+        if supply not in SUPPLIES:
+            raise ConfigurationError(f"supply must be one of {', '.join(SUPPLIES)}, got {supply!r}")
         if on_model_error not in ("truncate", "raise"):
             raise ConfigurationError(f"on_model_error must be 'truncate' or 'raise', got {on_model_error!r}")
         if state_mode not in ("text", "structured"):
@@ -222,6 +245,7 @@ class DreamEnv(gym.Env[str, str]):
         self._abstract: BaseModel | None = None  # structured mode: ``state`` parsed once per step
         self._admissible: list[str] | None = None  # the current state's, found once per state
         self.on_model_error: OnModelError = on_model_error
+        self.supply: Supply = supply
         self.model_failures = 0
         """Episodes this env ended truncated because the model could not answer a step."""
         self.steps: list[Step] = []
@@ -354,30 +378,35 @@ class DreamEnv(gym.Env[str, str]):
             # cut to what the grammar accepts: the history sent with later requests stays small
             shown = clip(text, self.domain.max_action_chars)
             step = Step(state=self.state, action=shown, next_state=after, action_valid=False)
-            info = {"error": parsed.message, "reasoning": "", "usage": Usage(attempts=0).model_dump()}
+            info = {
+                "error": parsed.message,
+                "reasoning": "",
+                "usage": Usage(attempts=0).model_dump(),
+                **_nothing_written(),
+            }
             # The page itself is unchanged: the next action is judged against the real state.
             observation = self.domain.render_observation(feedback)
             return ReadyStep(step, info, observation=observation, keep_state=True)
         structured = self.state_mode == "structured"
         abstract = self._abstract_state() if structured else None
+        supplied = self.domain.supplied_fields(
+            self.task, self.state, parsed, abstract=abstract, supply=self.supply
+        )
+        if not structured:  # a text state: only the world lines reach the model
+            supplied = SuppliedFields(world=supplied.world)
         request = ExperienceRequest(
             prompt=self.domain.prompt,
             state_schema=self.domain.state_json_schema if structured else None,
-            carried_fields=list(self.domain.carried_fields(abstract, parsed)) if abstract is not None else [],
-            updated_fields=list(self.domain.updated_fields(abstract, parsed)) if abstract is not None else [],
-            given_fields=self.domain.given_fields(self.task, abstract, parsed)
-            if abstract is not None
-            else {},
+            **supplied.request_fields(),
             task=self.task,
             history=self.steps[-self.history_len :] if self.history_len else [],
             state=self.state,
             action=parsed.text,
-            world=list(self.domain.world_lines(self.task, self.state, parsed.text)),
         )
         demonstrations = [demo for provider in self.context_providers for demo in provider(request)]
         if demonstrations:
             request = request.model_copy(update={"demonstrations": demonstrations})
-        return PendingStep(action=parsed, request=request)
+        return PendingStep(action=parsed, request=request, supplied=supplied)
 
     def _unfilled_template(self, action: ParsedAction) -> ActionError | None:
         """An admissible action taken as listed, its free slot (``search[<query>]``) unfilled."""
@@ -395,6 +424,8 @@ class DreamEnv(gym.Env[str, str]):
     def _resolve_step(self, pending: PendingStep, transition: Transition) -> ReadyStep:
         """Check the model's transition for ``pending`` and build its step, recording nothing."""
         text = next_state = transition.next_state
+        field_sources: dict[str, FieldSource] = {}
+        content = changed_text_content(self.state, text, pending.request.world)
         reward_source: RewardSource = "model"
         model_reward = transition.reward
         rubric: float | None = None
@@ -408,7 +439,15 @@ class DreamEnv(gym.Env[str, str]):
                     f"task {self.task.id!r}: the next state is not a valid {self.domain.name} state: {exc}",
                     output=transition.next_state,
                 ) from exc
-            abstract = self.domain.settled_state(self.task, self._abstract_state(), pending.action, abstract)
+            answered = abstract
+            if pending.supplied.settles:
+                abstract = self.domain.settled_state(
+                    self.task, self._abstract_state(), pending.action, abstract
+                )
+            field_sources = pending.supplied.sources(answered, abstract)
+            content = changed_content(
+                self._abstract_state().model_dump(), abstract.model_dump(), field_sources
+            )
             text = self.domain.render_state(abstract)
             next_state = abstract.model_dump_json()  # canonical: equal states compare equal
             if self.reward_mode == "rubric":
@@ -445,6 +484,9 @@ class DreamEnv(gym.Env[str, str]):
             "model_reward": transition.reward,
             "reward_source": reward_source,
             "demonstrations": len(pending.request.demonstrations),
+            "field_sources": field_sources,
+            "world_lines": list(pending.request.world),
+            "model_share": share_of_model(content),
         }
         return ReadyStep(step, info, observation, False, abstract, text, admissible)
 
@@ -479,6 +521,7 @@ class DreamEnv(gym.Env[str, str]):
             "error": f"{type(error).__name__}: {error}",
             "reasoning": "",
             "usage": Usage(attempts=error.attempts).model_dump(),
+            **_nothing_written(),
             **self._step_info(action_valid=True, won=False),
         }
         return self.observation, 0.0, False, True, info

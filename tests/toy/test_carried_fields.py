@@ -111,7 +111,7 @@ def test_the_parser_completes_the_state_and_overrules_a_carried_field_written_an
     with pytest.raises(OutputParseError, match="room"):  # what the model must write, it must write
         parse_transition(json.dumps({**answer, "next_state": {}}), None, schema, {"goal": "g"})
     fields = toy.answer_fields(ToyState(room="hall", goal="g").model_dump_json(), "MOVE north")
-    assert fields == {"carried_fields": ["goal"], "updated_fields": [], "given_fields": {}}
+    assert fields == {"carried_fields": ["goal"], "updated_fields": [], "given_fields": {}, "world": []}
 
 
 def test_the_endpoint_is_asked_for_the_fields_that_change_and_the_env_keeps_the_rest():
