@@ -145,7 +145,12 @@ class DreamEnv(gym.Env[str, str]):
     state's text, ``env.state_text``), ``reasoning``, ``usage`` (a dict: tokens,
     latency, cache hit; zero tokens and ``attempts`` 0 for an invalid action, which makes no model
     call), ``won`` (reward 1 at the end), ``error`` (why an action was invalid, or the model
-    failure that truncated the episode: ``"ModelOutputError: ..."``).
+    failure that truncated the episode: ``"ModelOutputError: ..."``), and who wrote the next
+    state (``Domain.supplied_fields``): ``field_sources`` (structured mode: each top-level field's
+    writer, ``"model"``, ``"carried"`` by a structural rule, or ``"pack"`` from its world data
+    and code), ``world_lines`` (the pack's facts and verdict lines shown in the request) and
+    ``model_share`` (the share of the state's changed characters the model wrote; ``None``
+    when nothing changed or the model was not asked).
 
     ## Arguments
     | argument | default | meaning |
@@ -163,6 +168,7 @@ class DreamEnv(gym.Env[str, str]):
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
     | ``rubric`` | ``"outcome"`` | what the rubric pays, as the reference env's ``reward``: ``"outcome"`` (1 for a win) or ``"score"`` (e.g. WebShop's purchase score) |
     | ``on_model_error`` | ``"truncate"`` | a step the model cannot answer ends the episode truncated; ``"raise"``: raises the typed error |
+    | ``supply`` | ``"pack"`` | what fixes next-state fields before the model answers: ``"pack"`` the domain's rules, world data and scoring code; ``"none"`` its structural rules only (the model writes the rest) |
 
     ## Version History
     * v0: first release.

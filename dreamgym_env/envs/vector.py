@@ -10,7 +10,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from dreamgym_env.domain import Domain
+from dreamgym_env.domain import Domain, Supply
 from dreamgym_env.envs.models import env_experience_model
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.stepping import step_many
@@ -72,6 +72,7 @@ class DreamVectorEnv(VectorEnv):
         state_mode: StateMode = "text",
         reward_mode: RewardSource = "model",
         on_model_error: OnModelError = "truncate",
+        supply: Supply = "pack",
         **model_settings: Any,
     ) -> None:
         if num_envs < 1:
@@ -94,6 +95,7 @@ class DreamVectorEnv(VectorEnv):
                 state_mode=state_mode,
                 reward_mode=reward_mode,
                 on_model_error=on_model_error,
+                supply=supply,
             )
             for _ in range(num_envs)
         ]
