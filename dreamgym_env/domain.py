@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -116,29 +116,42 @@ def share_of_model(counts: dict[FieldSource, int]) -> float | None:
 
 @dataclass(frozen=True)
 class SuppliedFields:
-    """The next-state fields fixed before the model answers one valid action, by source.
+    """What fixes the next state of one valid action before the model answers, and right after, by source.
 
-    ``carried`` (source ``carried``): top-level fields the action cannot change; the next state
-    keeps them. ``updated`` (``carried``): object fields whose entries the action can add or
-    change, never remove; the model writes only new or changed entries. ``given`` (``pack``):
-    fields the pack's world data fixes (WebShop's search results), with their values.
-    ``world`` (``pack``): lines of world facts shown in the request for the model to read (a
-    verdict line the pack's scoring code printed counts here). ``settles`` (``pack``): the pack
-    writes what the model's verdict implies (:meth:`Domain.settled_state`).
+    A pack returns it from :meth:`Domain.supplies`; generic code reads it from
+    :meth:`Domain.supplied_fields`. Source ``carried`` (structural rules, kept with
+    ``supply="none"``): ``carried``, top-level fields the action cannot change, which the next
+    state keeps; ``updated``, object fields whose entries the action can add or change, never
+    remove, of which the model writes only the new or changed entries. Source ``pack`` (the
+    pack's world data and code): ``given``, fields the pack's world data fixes (WebShop's search
+    results), with their values; ``world``, lines of world facts shown in the request for the
+    model to read (a verdict line the pack's scoring code printed counts here); ``settle``, a
+    function that writes into the model's answered next state what its verdict implies
+    (ALFWorld's message and inventory after a ``take`` that works), ``None`` where the answer
+    stands as written.
     """
 
     carried: tuple[str, ...] = ()
     updated: tuple[str, ...] = ()
     given: dict[str, Any] = field(default_factory=dict)
     world: tuple[str, ...] = ()
-    settles: bool = False
+    settle: Callable[[BaseModel], BaseModel] | None = None
+
+    @property
+    def settles(self) -> bool:
+        """Whether the pack writes part of the answered next state (:attr:`settle`)."""
+        return self.settle is not None
+
+    def settled(self, answered: BaseModel) -> BaseModel:
+        """The next state the model answered (carried and given fields filled in), settled where the pack settles it."""
+        return self.settle(answered) if self.settle is not None else answered
 
     def sources(self, answered: BaseModel, settled: BaseModel) -> dict[str, FieldSource]:
         """Who wrote each top-level field of a next state.
 
         ``answered``: the state as the model's answer came back (the carried and given fields
-        filled in); ``settled``: after :meth:`Domain.settled_state` (the same object when the
-        pack settles nothing). A field the settling changed is the pack's.
+        filled in); ``settled``: :meth:`settled` of it (the same object when the pack settles
+        nothing). A field the settling changed is the pack's.
         """
         before, after = answered.model_dump(), settled.model_dump()
         return {
@@ -402,57 +415,30 @@ class Domain(ABC):
         """The actions valid in an abstract state (default: those of its rendered text)."""
         return self.admissible_actions(self.render_state(state))
 
-    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
-        """The abstract state's top-level fields that the valid ``action`` cannot change from ``state``.
+    def supplies(
+        self, task: Task | None, state: str, abstract: BaseModel | None, action: ParsedAction
+    ) -> SuppliedFields:
+        """What fixes the next state of the valid ``action`` on ``state`` before the model answers, and right after.
 
-        In structured mode the experience model does not write them and the next state keeps
-        their values: fewer output tokens (each costs about 50 ms on a 2-core CPU), and nothing
-        that never changes can drift. Each must hold on the reference env (the pack's tests
-        check it on its episodes). Default: none.
+        The one hook of this part of the contract: a pack overrides it, generic code asks
+        :meth:`supplied_fields`. ``state`` is the request's state (JSON in structured mode, else
+        text), ``abstract`` that state parsed (``None`` in text mode, where only ``world``
+        reaches the model). ``task`` is ``None`` where the pack's world must not be read
+        (``supply="none"``, or a caller without a task): the structural rules (``carried``,
+        ``updated``) come whatever the task, the world's parts (``given``, ``world``,
+        ``settle``) only with one.
+
+        A pack supplies what it can tell itself, so that a small model writes less and cannot
+        get it wrong: the fields an action never changes (each output token costs about 50 ms on
+        a 2-core CPU), what its data answers (WebShop's search engine and catalogue: looked up,
+        not made up), the facts an action touches shown next to it (a small model copies them
+        where it would not find them in a long list), what a working action writes once the
+        model judged that it works (rewards, episode ends and the verdict stay the model's).
+        Each part must hold on the reference env; the pack's tests check it on its episodes.
+
+        Default: no structural rules, and every line of :attr:`Task.world <dreamgym_env.types.Task.world>`.
         """
-        return ()
-
-    def updated_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
-        """The abstract state's object fields of which the valid ``action`` can add or change entries, never remove one.
-
-        In structured mode the experience model writes only their new or changed entries (the
-        next state keeps the others), so a record of everything seen so far is not rewritten
-        every step. Like :meth:`carried_fields`, each must hold on the reference env. Default: none.
-        """
-        return ()
-
-    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
-        """The lines of what the environment knows and the agent does not that a request for ``action`` shows.
-
-        ``state`` is the request's state (JSON in structured mode, else text); ``action`` a valid
-        action's text. The default is the whole of :attr:`Task.world <dreamgym_env.types.Task.world>`.
-        A pack shows only what the action touches, next to it, so that a small model copies it
-        instead of finding it in a long list: ALFWorld the starting places of the receptacles
-        an action names, WebShop what its search engine and catalog answer.
-        """
-        return tuple(task.world.splitlines())
-
-    def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
-        """Next-state fields that the environment's own data fixes for ``action`` on ``state`` (structured mode).
-
-        The model does not write them and the next state takes these values, as it takes the
-        carried fields' from the current state: what a database answers (WebShop's search
-        engine and catalogue) is looked up, not made up. Default: none.
-        """
-        return {}
-
-    def settled_state(
-        self, task: Task, state: BaseModel, action: ParsedAction, next_state: BaseModel
-    ) -> BaseModel:
-        """``next_state`` as the model wrote it for ``action`` on ``state``, with what its verdict implies (structured mode).
-
-        The model judges whether the action works; where the domain's rules fix what a working
-        action writes (ALFWorld's ``You pick up the apple 1 from the countertop 1.`` and the apple
-        in the inventory), the domain writes it, so a small model's copying slip cannot move
-        the next state away from its own verdict. Rewards, episode ends and the verdict itself
-        stay the model's. Default: ``next_state`` as it is.
-        """
-        return next_state
+        return SuppliedFields(world=tuple(task.world.splitlines())) if task is not None else SuppliedFields()
 
     def supplied_fields(
         self,
@@ -466,12 +452,12 @@ class Domain(ABC):
         """The next-state fields fixed before the model answers the valid ``action`` on ``state``, by source.
 
         The one place generic code asks what the environment supplies: the synthetic env, the
-        training data and fidelity build their requests from it, and ``info["field_sources"]``
-        reports it. It gathers :meth:`carried_fields` and :meth:`updated_fields` (structural
-        rules), and, with ``supply="pack"``, :meth:`given_fields`, :meth:`world_lines` and
-        :meth:`settled_state` (the pack's world data and code); a pack overrides those parts.
-        ``state`` is the request's state (JSON in structured mode, else text), ``abstract`` its
-        parsed state where the caller has it. Without ``task`` nothing of the pack's is supplied.
+        training data and fidelity build their requests and settle the model's answers from it,
+        and ``info["field_sources"]`` reports it. It asks :meth:`supplies` and keeps what
+        ``supply`` allows: with ``"none"`` (or without ``task``) only the structural rules, and
+        the pack's world is not read. ``state`` is the request's state (JSON in structured mode,
+        else text), ``abstract`` its parsed state where the caller has it; a state that does not
+        parse as one of this domain's gets the world lines only.
         """
         if supply not in SUPPLIES:
             raise ConfigurationError(f"supply must be one of {', '.join(SUPPLIES)}, got {supply!r}")
@@ -480,17 +466,11 @@ class Domain(ABC):
                 abstract = self.parse_state(state)
             except ValueError:
                 abstract = None
-        carried = tuple(self.carried_fields(abstract, action)) if abstract is not None else ()
-        updated = tuple(self.updated_fields(abstract, action)) if abstract is not None else ()
-        if supply == "none" or task is None:
-            return SuppliedFields(carried, updated)
-        return SuppliedFields(
-            carried,
-            updated,
-            given=self.given_fields(task, abstract, action) if abstract is not None else {},
-            world=tuple(self.world_lines(task, state, action.text)),
-            settles=abstract is not None and type(self).settled_state is not Domain.settled_state,
-        )
+        world_readable = supply == "pack" and task is not None
+        supplied = self.supplies(task if world_readable else None, state, abstract, action)
+        if abstract is None:  # a text state: only lines reach the model
+            supplied = SuppliedFields(world=supplied.world)
+        return supplied if world_readable else SuppliedFields(supplied.carried, supplied.updated)
 
     def answer_fields(
         self, state: str, action: str, task: Task | None = None, *, supply: Supply = "pack"

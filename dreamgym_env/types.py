@@ -72,7 +72,7 @@ class Task(BaseModel):
     each receptacle holds at the start), as a simulator knows its game file: the experience model
     reads it, no observation shows it, and without it the model can only guess what a receptacle
     holds. Which of its lines a request shows is the domain's choice
-    (:meth:`~dreamgym_env.domain.Domain.world_lines`; by default all of them).
+    (the ``world`` of :meth:`~dreamgym_env.domain.Domain.supplies`; by default all of them).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -125,19 +125,19 @@ class ExperienceRequest(BaseModel):
     ``state``, the history's and the demonstrations' states are JSON objects of that schema, and
     the model answers the next state as one (validated against it). ``None``: text mode.
 
+    The next four come from ``Domain.supplied_fields`` (:class:`~dreamgym_env.domain.SuppliedFields`).
     ``carried_fields`` (structured mode) names the state's top-level fields that the action
-    cannot change (``Domain.carried_fields``): the model does not write them, and the next state
-    takes them from ``state``. Every token the model need not write costs nothing on a CPU.
-    ``updated_fields`` names object fields whose entries the action can add or change but never
-    removes (``Domain.updated_fields``): the model writes only the entries that are new or
-    different, and the next state takes the others from ``state``.
+    cannot change: the model does not write them, and the next state takes them from ``state``.
+    Every token the model need not write costs nothing on a CPU. ``updated_fields`` names object
+    fields whose entries the action can add or change but never removes: the model writes only
+    the entries that are new or different, and the next state takes the others from ``state``.
 
     ``world`` holds the lines of what the environment knows and the agent does not that this
-    action touches (``Domain.world_lines``: ALFWorld's starting places of the receptacles it
-    names); the prompt shows them after the action. ``given_fields`` (structured mode) holds
-    next-state fields that the environment's own data fixes for this action
-    (``Domain.given_fields``: WebShop's search results, an item's facts): the model does not
-    write them, and the next state takes these values, as it takes the carried fields' from ``state``.
+    action touches (ALFWorld's starting places of the receptacles it names); the prompt shows
+    them after the action. ``given_fields`` (structured mode) holds next-state fields that the
+    environment's own data fixes for this action (WebShop's search results, an item's facts):
+    the model does not write them, and the next state takes these values, as it takes the
+    carried fields' from ``state``.
     """
 
     prompt: DomainPrompt

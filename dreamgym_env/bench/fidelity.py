@@ -276,7 +276,10 @@ def _score(
     state_abstract = views.abstract(reference.request.state)
     if guess_abstract is not None and state_abstract is not None and not isinstance(action, ActionError):
         # what the synthetic env would show: the model's next state, settled by the domain
-        guess_abstract = pack.settled_state(reference.request.task, state_abstract, action, guess_abstract)
+        supplied = pack.supplied_fields(
+            reference.request.task, reference.request.state, action, abstract=state_abstract
+        )
+        guess_abstract = supplied.settled(guess_abstract)
     if predicted is None or (views.structured and guess_abstract is None):
         zeros = dict.fromkeys(type(true_abstract).model_fields, 0.0) if true_abstract is not None else {}
         return TransitionScore(

@@ -165,7 +165,7 @@ def text_request(domain: Domain, request: ExperienceRequest) -> ExperienceReques
             "state": state,
             "history": rendered_steps(domain, request.history),
             "given_fields": {},
-            "world": list(domain.world_lines(request.task, state, request.action)),
+            "world": domain.answer_fields(state, request.action, request.task)["world"],
         }
     )
 

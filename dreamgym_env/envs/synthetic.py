@@ -446,10 +446,7 @@ class DreamEnv(gym.Env[str, str]):
                     output=transition.next_state,
                 ) from exc
             answered = abstract
-            if pending.supplied.settles:
-                abstract = self.domain.settled_state(
-                    self.task, self._abstract_state(), pending.action, abstract
-                )
+            abstract = pending.supplied.settled(answered)
             field_sources = pending.supplied.sources(answered, abstract)
             content = changed_content(
                 self._abstract_state().model_dump(), abstract.model_dump(), field_sources

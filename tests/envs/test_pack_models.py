@@ -9,6 +9,8 @@ manifest, or when a pack stops shipping its model.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from dreamgym_env.envs.models import pack_models, pack_trained_model
@@ -96,8 +98,13 @@ def test_a_shipped_model_was_trained_on_the_requests_the_pack_makes_today(name, 
 def test_the_held_out_split_changes_with_a_packs_world_lines(monkeypatch):
     pack = get_domain("webshop")
     record = _distilled("webshop").data["test_split"]
-    shown = type(pack).world_lines
-    monkeypatch.setattr(type(pack), "world_lines", lambda self, *args: (*shown(self, *args), "one line more"))
+    supplies = type(pack).supplies
+
+    def with_one_line_more(self, *args):
+        supplied = supplies(self, *args)
+        return replace(supplied, world=(*supplied.world, "one line more"))
+
+    monkeypatch.setattr(type(pack), "supplies", with_one_line_more)
     assert examples_sha256(held_out_examples(pack, record["n"], seed=record["seed"])) != record["sha256"]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from pydantic import BaseModel
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import reference_transitions
-from dreamgym_env.domain import ParsedAction
+from dreamgym_env.domain import ParsedAction, SuppliedFields
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.experience.openai_backend import OpenAIExperienceModel
@@ -20,6 +21,7 @@ from dreamgym_env.experience.parsing import OutputParseError, parse_transition
 from dreamgym_env.experience.prompt import answer_state_schema, carried_values, user_prompt, without_fields
 from dreamgym_env.testing import ScriptedOpenAIServer, ok
 from dreamgym_env.training.dataset import request_of, sft_example
+from dreamgym_env.types import Task
 
 from .pack import ToyDomain, ToyState, render_toy_state
 
@@ -27,8 +29,10 @@ from .pack import ToyDomain, ToyState, render_toy_state
 class CarryingToy(ToyDomain):
     """The toy pack, declaring that no action changes the goal."""
 
-    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
-        return ("goal",)
+    def supplies(
+        self, task: Task | None, state: str, abstract: BaseModel | None, action: ParsedAction
+    ) -> SuppliedFields:
+        return replace(super().supplies(task, state, abstract, action), carried=("goal",))
 
 
 def structured_steps(name: str, policy: str, episodes: int, seed: int) -> list[Any]:

@@ -153,7 +153,7 @@ def test_gym_make_and_domain_instance_step_the_scripted_model(toy, toy_model, to
 
 
 def test_a_request_shows_the_whole_world_of_a_pack_that_picks_no_lines(toy, toy_model, toy_task):
-    """``Domain.world_lines`` by default: every line of the task's world, in every request."""
+    """``Domain.supplies`` by default: every line of the task's world, in every request."""
     hidden = toy_task.model_copy(update={"world": "the key lies under the rug\nthe vault hums"})
     env = DreamEnv(toy, toy_model)
     env.reset(options={"task": hidden})

@@ -121,8 +121,13 @@ def test_data_whose_requests_changed_beyond_the_fingerprint_is_written_again(bui
     work, shipped = built
     record = shipped.data["test_split"]
     assert record == {"n": 3, "seed": 0, "sha256": examples_sha256(read_examples(work / "sft.jsonl", split="test"))}
-    shown = type(WEBSHOP).world_lines
-    monkeypatch.setattr(type(WEBSHOP), "world_lines", lambda self, *args: (*shown(self, *args), "one line more"))
+    supplies = type(WEBSHOP).supplies
+
+    def with_one_line_more(self, *args):
+        supplied = supplies(self, *args)
+        return replace(supplied, world=(*supplied.world, "one line more"))
+
+    monkeypatch.setattr(type(WEBSHOP), "supplies", with_one_line_more)
     with caplog.at_level(logging.INFO, logger="dreamgym_env.training.build"):
         build_pack_model("webshop", work, config, install=work / "pack", stages=("data",))
         assert "is current, kept" not in caplog.text  # same prompt fingerprint, other requests

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dreamgym_env.domain import ActionError, Domain, DomainPrompt, ParsedAction, Policy, RewardMode, Split
+from pydantic import BaseModel
+
+from dreamgym_env.domain import (
+    ActionError,
+    Domain,
+    DomainPrompt,
+    ParsedAction,
+    Policy,
+    RewardMode,
+    Split,
+    SuppliedFields,
+)
 from dreamgym_env.envs.alfworld.goal import Goal, parse_instruction, state_satisfies
 from dreamgym_env.envs.alfworld.grammar import MAX_ACTION_CHARS, parse_action, parse_command
 from dreamgym_env.envs.alfworld.household import Household
@@ -53,6 +65,8 @@ MOVES = tuple(verb for verb, fields in CHANGES.items() if {"seen", "inventory"} 
 """Commands that can move an object (take, put): the model writes the ``seen`` entry they change."""
 LOOKS = tuple(verb for verb, fields in CHANGES.items() if "seen" in fields and verb not in MOVES)
 """Commands that can look into a receptacle (go to, open, examine): the room's data gives ``seen`` after them."""
+SETTLES = ("take", "put", *PROCESSES)
+"""Commands whose effect, where the model judges that they work, the household's rules write (:func:`_settled`)."""
 
 
 class ALFWorldDomain(Domain):
@@ -162,106 +176,38 @@ class ALFWorldDomain(Domain):
 
         return ALFWorldTaskVariations(self)
 
-    def carried_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
-        """What a command cannot change (:data:`CHANGES`): the instruction and the receptacles always."""
+    def supplies(
+        self, task: Task | None, state: str, abstract: BaseModel | None, action: ParsedAction
+    ) -> SuppliedFields:
+        """What a command cannot change, what the room holds, and what a command that works writes.
+
+        Carried: what the command cannot change (:data:`CHANGES`), the instruction and the
+        receptacles always. Updated: ``seen`` where the command can move an object (:data:`MOVES`,
+        one entry at most). Given: ``seen`` after a look (:func:`_seen_after_look`). World: in
+        text mode the starting places (:func:`~dreamgym_env.envs.alfworld.tasks.starting_places`)
+        of the receptacles the action names (``go to cabinet 12`` shows the line of
+        ``cabinet 12``, not that of ``cabinet 1``; ``look`` shows none), in structured mode what a
+        ``put`` would leave in its receptacle (:func:`_put_line`). Settled: a ``take``, ``put``,
+        ``clean``, ``heat`` or ``cool`` the model judged to work (:func:`_settled`).
+        """
+        if abstract is None:  # an observation's text
+            if task is None:
+                return SuppliedFields()
+            named = set(self.action_arguments(action.text))
+            places = tuple(line for line in task.world.splitlines() if _place_name(line) in named)
+            return SuppliedFields(world=places)
+        room = _room(abstract)
         changed = CHANGES.get(action.verb, ())
-        return tuple(name for name in STATE_FIELDS if name not in changed and name not in ANSWERED)
-
-    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
-        """The starting places (:func:`~dreamgym_env.envs.alfworld.tasks.starting_places`) of the receptacles ``action`` names.
-
-        ``go to cabinet 12`` shows the line of ``cabinet 12``, not that of ``cabinet 1``; ``look``
-        shows none. In structured mode (``state`` is a state's JSON) what a look shows is a given
-        field (:meth:`given_fields`), and the one line is what a ``put`` would leave in its
-        receptacle (:func:`_put_line`).
-        """
-        try:
-            room = ALFWorldState.model_validate_json(state)
-        except ValueError:
-            pass
-        else:
-            return _put_line(task, room, action)
-        named = set(self.action_arguments(action))
-        return tuple(line for line in task.world.splitlines() if _place_name(line) in named) if named else ()
-
-    def updated_fields(self, state: Any, action: ParsedAction) -> tuple[str, ...]:
-        """``seen`` where the command can move an object (one entry at most); a look gives it (:meth:`given_fields`)."""
-        return ("seen",) if action.verb in MOVES else ()
-
-    def given_fields(self, task: Task, state: Any, action: ParsedAction) -> dict[str, Any]:
-        """``seen`` after a command that can look into a receptacle (``go to``, ``open``, ``examine``).
-
-        What a receptacle holds is the room's data, not a rule: what the agent last saw there,
-        or, if it never saw inside, what the room put there at the start (only the agent moves
-        objects, and a move records what it leaves). ``go to`` a receptacle that cannot be
-        closed shows it; ``open`` shows the closed receptacle the agent stands at; any other look
-        shows nothing new (a receptacle seen open was recorded then). Where the agent goes,
-        whether a receptacle is open, what the step shows, the episode's end and the reward stay the model's.
-        """
-        if action.verb not in LOOKS:
-            return {}
-        contents = _start_contents(task)
-        if contents is None:
-            return {}
-        command = parse_command(action.text)
-        room = _room(state)
-        seen = {receptacle: list(objects) for receptacle, objects in room.seen.items()}
-        recep = None if isinstance(command, ActionError) else command.recep
-        if recep not in contents:
-            return {"seen": seen}
-        shows = (
-            kind_of(recep) not in OPENABLE
-            if action.verb == "go"
-            else action.verb == "open" and recep == room.location and room.is_open is False
-        )
-        if shows:
-            seen[recep] = seen.get(recep, contents[recep])
-        return {"seen": seen}
-
-    def settled_state(self, task: Task, state: Any, action: ParsedAction, next_state: Any) -> Any:
-        """A ``take``, ``put``, ``clean``, ``heat`` or ``cool`` the model judged to work, as ALFWorld writes it.
-
-        The model's verdict is its feedback: ``Nothing happens.`` or anything else. A command
-        that works writes ALFWorld's message for it (``You pick up the {obj} from the
-        {recep}.``), moves the object between the receptacle's entry in ``seen`` and the
-        inventory, or gives it the process's state, exactly as the reference household does;
-        the distilled model wrote another object's number there in about half of these steps
-        (docs/results.md), and the agent then carried on with an object the room does not
-        hold. A verdict of ``Nothing happens.`` is left as it is.
-        """
-        if action.verb not in ("take", "put", *PROCESSES):
-            return next_state
-        command = parse_command(action.text)
-        after = _room(next_state)
-        if isinstance(command, ActionError) or after.event != "message" or after.feedback == NOTHING_HAPPENS:
-            return next_state
-        before, obj, recep = _room(state), command.obj, command.recep
-        assert obj is not None and recep is not None  # the grammar gives both to these verbs
-        seen = {name: list(objects) for name, objects in after.seen.items()}
-        if action.verb == "take":
-            if recep in before.seen:
-                seen[recep] = [o for o in before.seen[recep] if o != obj]
-            return after.model_copy(
-                update={
-                    "feedback": f"You pick up the {obj} from the {recep}.",
-                    "inventory": [obj],
-                    "seen": seen,
-                }
-            )
-        if action.verb == "put":
-            if recep in before.seen:
-                seen[recep] = [*(o for o in before.seen[recep] if o != obj), obj]
-            return after.model_copy(
-                update={"feedback": f"You put the {obj} in/on the {recep}.", "inventory": [], "seen": seen}
-            )
-        process = PROCESSES[action.verb]
-        states = {*before.object_states.get(obj, ()), process.state} - {process.undoes}
-        object_states = {**before.object_states, obj: [s for s in STATE_ORDER if s in states]}
-        return after.model_copy(
-            update={
-                "feedback": f"You {action.verb} the {obj} using the {recep}.",
-                "object_states": dict(sorted(object_states.items())),
-            }
+        carried = tuple(name for name in STATE_FIELDS if name not in changed and name not in ANSWERED)
+        updated = ("seen",) if action.verb in MOVES else ()
+        if task is None:
+            return SuppliedFields(carried, updated)
+        return SuppliedFields(
+            carried,
+            updated,
+            given=_seen_after_look(task, room, action),
+            world=_put_line(task, room, action.text),
+            settle=partial(_settled, room, action) if action.verb in SETTLES else None,
         )
 
     def rubric_reward(
@@ -306,13 +252,88 @@ def _start_contents(task: Task) -> dict[str, list[str]] | None:
         return None
 
 
+def _seen_after_look(task: Task, room: ALFWorldState, action: ParsedAction) -> dict[str, Any]:
+    """``seen`` after a command that can look into a receptacle (``go to``, ``open``, ``examine``).
+
+    What a receptacle holds is the room's data, not a rule: what the agent last saw there,
+    or, if it never saw inside, what the room put there at the start (only the agent moves
+    objects, and a move records what it leaves). ``go to`` a receptacle that cannot be
+    closed shows it; ``open`` shows the closed receptacle the agent stands at; any other look
+    shows nothing new (a receptacle seen open was recorded then). Where the agent goes,
+    whether a receptacle is open, what the step shows, the episode's end and the reward stay the model's.
+    """
+    if action.verb not in LOOKS:
+        return {}
+    contents = _start_contents(task)
+    if contents is None:
+        return {}
+    command = parse_command(action.text)
+    seen = {receptacle: list(objects) for receptacle, objects in room.seen.items()}
+    recep = None if isinstance(command, ActionError) else command.recep
+    if recep not in contents:
+        return {"seen": seen}
+    shows = (
+        kind_of(recep) not in OPENABLE
+        if action.verb == "go"
+        else action.verb == "open" and recep == room.location and room.is_open is False
+    )
+    if shows:
+        seen[recep] = seen.get(recep, contents[recep])
+    return {"seen": seen}
+
+
+def _settled(before: ALFWorldState, action: ParsedAction, answered: BaseModel) -> BaseModel:
+    """The model's ``answered`` next state of a ``take``, ``put``, ``clean``, ``heat`` or ``cool`` on ``before``, as ALFWorld writes it.
+
+    The model's verdict is its feedback: ``Nothing happens.`` or anything else. A command
+    that works writes ALFWorld's message for it (``You pick up the {obj} from the
+    {recep}.``), moves the object between the receptacle's entry in ``seen`` and the
+    inventory, or gives it the process's state, exactly as the reference household does;
+    the distilled model wrote another object's number there in about half of these steps
+    (docs/results.md), and the agent then carried on with an object the room does not
+    hold. A verdict of ``Nothing happens.`` is left as it is.
+    """
+    command = parse_command(action.text)
+    after = _room(answered)
+    if isinstance(command, ActionError) or after.event != "message" or after.feedback == NOTHING_HAPPENS:
+        return answered
+    obj, recep = command.obj, command.recep
+    assert obj is not None and recep is not None  # the grammar gives both to these verbs
+    seen = {name: list(objects) for name, objects in after.seen.items()}
+    if action.verb == "take":
+        if recep in before.seen:
+            seen[recep] = [o for o in before.seen[recep] if o != obj]
+        return after.model_copy(
+            update={
+                "feedback": f"You pick up the {obj} from the {recep}.",
+                "inventory": [obj],
+                "seen": seen,
+            }
+        )
+    if action.verb == "put":
+        if recep in before.seen:
+            seen[recep] = [*(o for o in before.seen[recep] if o != obj), obj]
+        return after.model_copy(
+            update={"feedback": f"You put the {obj} in/on the {recep}.", "inventory": [], "seen": seen}
+        )
+    process = PROCESSES[action.verb]
+    states = {*before.object_states.get(obj, ()), process.state} - {process.undoes}
+    object_states = {**before.object_states, obj: [s for s in STATE_ORDER if s in states]}
+    return after.model_copy(
+        update={
+            "feedback": f"You {action.verb} the {obj} using the {recep}.",
+            "object_states": dict(sorted(object_states.items())),
+        }
+    )
+
+
 def _put_line(task: Task, room: ALFWorldState, action: str) -> tuple[str, ...]:
     """What a ``put`` leaves in its receptacle if it works, its type counted.
 
     For example ``If the put works, fridge 1 holds two apple: ["egg 1", "apple 1", "apple 2"]``.
-    It is the room's data, as in :meth:`ALFWorldDomain.given_fields` (what the agent last saw
+    It is the room's data, as in :func:`_seen_after_look` (what the agent last saw
     there, or the room's start), with the object put last, as
-    :meth:`ALFWorldDomain.settled_state` records it, and how many objects of the put one's type
+    :func:`_settled` records it, and how many objects of the put one's type
     that makes. Whether the put works and whether it completes the task stay the model's.
     """
     command = parse_command(action)

@@ -19,6 +19,7 @@ from dreamgym_env.domain import (
     ParsedAction,
     Policy,
     Split,
+    SuppliedFields,
 )
 from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.envs.webarena.given import next_page_fields, start_page_state, stop_line
@@ -200,35 +201,33 @@ class WebArenaDomain(Domain):
             metadata={"site": site, "start_url": World(load_data()).home(site)},
         )
 
-    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
-        """``changes`` for an action that submits nothing (scrolling, hovering, the tabs and the history, ``goto``, ``stop``)."""
-        return ("changes",) if action.verb in DATA_KEEPING_VERBS else ()
+    def supplies(
+        self, task: Task | None, state: str, abstract: BaseModel | None, action: ParsedAction
+    ) -> SuppliedFields:
+        """What an action that submits nothing keeps, the page the sites open, and what the evaluators find at ``stop``.
 
-    def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
-        """The whole next page when the current one is the sites' (:func:`~dreamgym_env.envs.webarena.given.next_page_fields`).
-
-        A model cannot know the elements of a page it has not seen: a link, a scroll, a ``goto``,
-        typing or a button on a page the sites (the seeded data with the state's changes) show
-        opens what the programmatic sites open, and the changes a form makes; ``go_back``,
-        ``go_forward`` and the tabs' actions open the page the state's history of the tabs
-        holds. The reward and the episode's end stay the model's.
+        Carried: ``changes`` for an action that submits nothing (scrolling, hovering, the tabs
+        and the history, ``goto``, ``stop``). Given: the whole next page when the current one is
+        the sites' (:func:`~dreamgym_env.envs.webarena.given.next_page_fields`): a model cannot
+        know the elements of a page it has not seen, so a link, a scroll, a ``goto``, typing or a
+        button on a page the sites (the seeded data with the state's changes) show opens what
+        the programmatic sites open, and the changes a form makes; ``go_back``, ``go_forward``
+        and the tabs' actions open the page the state's history of the tabs holds. World: at
+        ``stop [answer]``, what WebArena's evaluators find
+        (:func:`~dreamgym_env.envs.webarena.given.stop_line`), in either mode. The reward and the
+        episode's end stay the model's.
         """
-        page = state if isinstance(state, WebArenaState) else WebArenaState.model_validate(state.model_dump())
-        return next_page_fields(task, page, action.text)
-
-    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
-        """At ``stop [answer]``, what WebArena's evaluators find (:func:`~dreamgym_env.envs.webarena.given.stop_line`); else none.
-
-        ``state`` is the request's state: a page's JSON in structured mode, else its text.
-        """
-        command = parse_command(action)
-        if isinstance(command, ActionError) or command.verb != "stop":
-            return ()
-        try:
-            page = WebArenaState.model_validate_json(state)
-        except ValueError:
-            page = parse_state(state)
-        return stop_line(task, page, command.text)
+        page = None if abstract is None else _as_page(abstract)
+        carried = ("changes",) if page is not None and action.verb in DATA_KEEPING_VERBS else ()
+        if task is None:
+            return SuppliedFields(carried)
+        if page is None:  # a page's text
+            return SuppliedFields(world=_stop_line(task, state, None, action))
+        return SuppliedFields(
+            carried,
+            given=next_page_fields(task, page, action.text),
+            world=_stop_line(task, state, page, action),
+        )
 
     def make_reference_env(self, **kwargs: Any) -> WebArenaRefEnv:
         """The programmatic sites (see :class:`~dreamgym_env.envs.webarena.reference_env.WebArenaRefEnv`)."""
@@ -303,3 +302,15 @@ class WebArenaDomain(Domain):
         """The page without any earlier failure line, with this one."""
         kept = "\n".join(line for line in state.split("\n") if not re.match(r"^Invalid action: ", line))
         return f"{kept}\nInvalid action: {error.message}"
+
+
+def _as_page(state: BaseModel) -> WebArenaState:
+    return state if isinstance(state, WebArenaState) else WebArenaState.model_validate(state.model_dump())
+
+
+def _stop_line(task: Task, state: str, page: WebArenaState | None, action: ParsedAction) -> tuple[str, ...]:
+    """At ``stop [answer]``, what WebArena's evaluators find on the page (``page``, else ``state``'s text read back); else none."""
+    command = parse_command(action.text)
+    if isinstance(command, ActionError) or command.verb != "stop":
+        return ()
+    return stop_line(task, page if page is not None else parse_state(state), command.text)

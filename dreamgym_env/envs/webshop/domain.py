@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from dreamgym_env.domain import (
     Policy,
     RewardMode,
     Split,
+    SuppliedFields,
 )
 from dreamgym_env.envs.tasksets import free_task_id
 from dreamgym_env.envs.webshop.catalog import (
@@ -234,74 +235,40 @@ class WebShopDomain(Domain):
         """The search page of the task's instruction."""
         return WebShopState(kind="search", instruction=task.instruction)
 
-    def settled_state(
-        self, task: Task, state: BaseModel, action: ParsedAction, next_state: BaseModel
-    ) -> BaseModel:
-        """[Back to Search] opens the search page of the instruction, from any page (WebShop's navigation).
+    def supplies(
+        self, task: Task | None, state: str, abstract: BaseModel | None, action: ParsedAction
+    ) -> SuppliedFields:
+        """What the shop's navigation keeps, and what its search engine, catalog and scoring answer.
 
-        The page is fixed by the rule, not by the catalog: the shop writes it, so a model's slip
-        (a ``done`` page, which offers no action, after [Back to Search]) cannot strand the episode.
-        Every other next state is the model's as it wrote it.
-        """
-        if action.verb == "click" and action.argument.strip().lower() == BACK_LABEL.lower():
-            return WebShopState(kind="search", instruction=_as_state(state).instruction)
-        return next_state
-
-    def carried_fields(self, state: BaseModel, action: ParsedAction) -> tuple[str, ...]:
-        """What the shop's navigation keeps (see :mod:`~dreamgym_env.envs.webshop.navigation`).
-
-        Always the instruction; an item id keeps the results' query and page; [Next >] and
-        [< Prev] on results keep the page kind, the query and the count; on an item, an option
-        keeps the page kind and the item, [Description]/[Features]/[Reviews] keep the item and
-        the selection, [Buy Now] keeps the item and the selection; a sub-page's [< Prev] keeps
-        all but its kind and text.
-        """
-        kind = _as_state(state).kind
-        label = action.argument.lower() if action.verb == "click" else ""
-        if not label or label == BACK_LABEL.lower() or kind not in ("results", *ITEM_KINDS):
-            return ("instruction",)
-        if kind == "results":
-            turn = label in (PREV_LABEL.lower(), NEXT_LABEL.lower())
-            return ("kind", "instruction", "query", "total") if turn else ("instruction", "query", "page")
-        if kind != "item":  # a sub-page: [< Prev] to the item
-            return ("instruction", "query", "page", "item", "selected")
-        if label == PREV_LABEL.lower():
-            return ("instruction", "query", "page")
-        if label == BUY_LABEL.lower():
-            return ("instruction", "item", "selected")
-        if label in _SUB_PAGES:
-            return ("instruction", "query", "page", "item", "selected")
-        return ("kind", "instruction", "query", "page", "item")  # an option value
-
-    def given_fields(self, task: Task, state: BaseModel, action: ParsedAction) -> dict[str, Any]:
-        """What the shop's search engine and catalog answer to ``action`` (:func:`~dreamgym_env.envs.webshop.state.catalog_facts`).
-
-        A model cannot know which products BM25 finds in a catalog it has not seen, nor an
-        item's options: a search's ``query``, ``page``, ``total`` and ``results``, a page turn's
+        Carried: what the navigation keeps (:func:`_carried_fields`). Given: what the search
+        engine and catalog answer (:func:`~dreamgym_env.envs.webshop.state.catalog_facts`): a
+        model cannot know which products BM25 finds in a catalog it has not seen, nor an item's
+        options, so a search's ``query``, ``page``, ``total`` and ``results``, a page turn's
         ``page`` and ``results``, an item id's ``item``, an option value's ``selected``, a
         [Description] or [Reviews] page's ``text`` are looked up (what the reference env's
-        navigation computes from the catalog). The page kind, episode end and reward stay the
-        model's, and whatever a click the catalog does not shape changes.
+        navigation computes from the catalog). World: in text mode the same facts as lines for
+        the model to copy (:func:`~dreamgym_env.envs.webshop.state.catalog_lines`; a search needs
+        none, a click from a page the catalog does not know gets none), in structured mode what
+        WebShop's scoring finds in a [Buy Now] from an item page (:func:`_purchase_line`).
+        Settled: [Back to Search] (:func:`_back_to_search`). The page kind, episode end and
+        reward stay the model's, and whatever a click the catalog does not shape changes.
         """
-        return catalog_facts(_as_state(state), action, _catalog_of(task))
-
-    def world_lines(self, task: Task, state: str, action: str) -> tuple[str, ...]:
-        """In text mode, :meth:`given_fields`' facts as lines for the model to copy (:func:`~dreamgym_env.envs.webshop.state.catalog_lines`).
-
-        ``state`` is a page's text; a search needs none, a click from a page the catalog does not
-        know gets none. In structured mode (a state's JSON) the facts are given fields, and the
-        one line is what WebShop's scoring finds in a [Buy Now] from an item page
-        (:func:`_purchase_line`).
-        """
-        parsed = self.parse_action(action)
-        if isinstance(parsed, ActionError):
-            return ()
-        try:
-            shop_state = WebShopState.model_validate_json(state)
-        except ValueError:
+        if abstract is None:  # a page's text
+            if task is None:
+                return SuppliedFields()
             catalog = _catalog_of(task)
-            return catalog_lines(state_of_text(state, catalog), parsed, catalog)
-        return _purchase_line(task, shop_state) if self.is_terminal_action(parsed) else ()
+            return SuppliedFields(world=catalog_lines(state_of_text(state, catalog), action, catalog))
+        page = _as_state(abstract)
+        carried = _carried_fields(page, action)
+        if task is None:
+            return SuppliedFields(carried)
+        back = action.verb == "click" and action.argument.strip().lower() == BACK_LABEL.lower()
+        return SuppliedFields(
+            carried,
+            given=catalog_facts(page, action, _catalog_of(task)),
+            world=_purchase_line(task, page) if self.is_terminal_action(action) else (),
+            settle=partial(_back_to_search, page) if back else None,
+        )
 
     def rubric_reward(
         self, task: Task, state: BaseModel, action: ParsedAction, reward: RewardMode = "outcome"
@@ -328,6 +295,43 @@ class WebShopDomain(Domain):
         return score.value if reward == "score" else float(score.won)
 
 
+def _carried_fields(state: WebShopState, action: ParsedAction) -> tuple[str, ...]:
+    """What the shop's navigation keeps (see :mod:`~dreamgym_env.envs.webshop.navigation`).
+
+    Always the instruction; an item id keeps the results' query and page; [Next >] and
+    [< Prev] on results keep the page kind, the query and the count; on an item, an option
+    keeps the page kind and the item, [Description]/[Features]/[Reviews] keep the item and
+    the selection, [Buy Now] keeps the item and the selection; a sub-page's [< Prev] keeps
+    all but its kind and text.
+    """
+    kind = state.kind
+    label = action.argument.lower() if action.verb == "click" else ""
+    if not label or label == BACK_LABEL.lower() or kind not in ("results", *ITEM_KINDS):
+        return ("instruction",)
+    if kind == "results":
+        turn = label in (PREV_LABEL.lower(), NEXT_LABEL.lower())
+        return ("kind", "instruction", "query", "total") if turn else ("instruction", "query", "page")
+    if kind != "item":  # a sub-page: [< Prev] to the item
+        return ("instruction", "query", "page", "item", "selected")
+    if label == PREV_LABEL.lower():
+        return ("instruction", "query", "page")
+    if label == BUY_LABEL.lower():
+        return ("instruction", "item", "selected")
+    if label in _SUB_PAGES:
+        return ("instruction", "query", "page", "item", "selected")
+    return ("kind", "instruction", "query", "page", "item")  # an option value
+
+
+def _back_to_search(state: WebShopState, answered: BaseModel) -> WebShopState:
+    """[Back to Search] opens the search page of the instruction, from any page (WebShop's navigation).
+
+    The page is fixed by the rule, not by the catalog: the shop writes it over the model's
+    ``answered`` page, so a model's slip (a ``done`` page, which offers no action, after
+    [Back to Search]) cannot strand the episode.
+    """
+    return WebShopState(kind="search", instruction=state.instruction)
+
+
 def _purchase_line(task: Task, state: WebShopState) -> tuple[str, ...]:
     """What WebShop's scoring finds in buying ``state``'s item with its selection, part by part.
 
@@ -337,7 +341,7 @@ def _purchase_line(task: Task, state: WebShopState) -> tuple[str, ...]:
     the answer's verdict starts: a 1M-parameter model read "options 1 of 2" in the middle of it
     as complete on 3 of 50 noisy purchases (docs/results.md).
     The item's hidden facts (its bullet points and description) and the goal's fuzzy matches
-    are the shop's data, as the catalogue's pages are (:meth:`WebShopDomain.given_fields`);
+    are the shop's data, as the catalogue's pages are (the given fields of :meth:`WebShopDomain.supplies`);
     whether the purchase completes the task, its reward and the episode's end stay the model's.
     None off an item page or for a task without a goal.
     """

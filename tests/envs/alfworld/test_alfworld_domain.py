@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel
 
 from dreamgym_env.agents import make_policy
 from dreamgym_env.domain import ActionError, ParsedAction
@@ -12,9 +15,24 @@ from dreamgym_env.envs.alfworld.state import NOTHING_HAPPENS
 from dreamgym_env.envs.alfworld.world import PROCESSES
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.testing.doubles import ScriptedExperienceModel
-from dreamgym_env.types import Transition
+from dreamgym_env.types import Task, Transition
 
 DOMAIN = ALFWorldDomain()
+
+
+def _world(task: Task, state: str, action: str) -> tuple[str, ...]:
+    """The world lines a request for ``action`` on ``state`` (an observation's text or a state's JSON) shows."""
+    return tuple(DOMAIN.answer_fields(state, action, task)["world"])
+
+
+def _given(task: Task, state: BaseModel, action: str) -> dict[str, Any]:
+    """The fields the room fixes in the next state of ``action`` on the abstract ``state``."""
+    return DOMAIN.answer_fields(state.model_dump_json(), action, task)["given_fields"]
+
+
+def _settled(task: Task, before: BaseModel, action: ParsedAction, answered: BaseModel) -> BaseModel:
+    """The model's ``answered`` next state of ``action`` on ``before``, as the synthetic household settles it."""
+    return DOMAIN.supplied_fields(task, before.model_dump_json(), action, abstract=before).settled(answered)
 
 
 def test_domain_basics():
@@ -76,13 +94,13 @@ def test_a_text_request_shows_the_starting_places_of_the_receptacles_its_action_
     cabinet_1 = next(line for line in world if line.startswith('"cabinet 1":'))
     assert any(line.startswith('"cabinet 12":') for line in world)  # a name cabinet 1 is a prefix of
     text = task.initial_state
-    assert DOMAIN.world_lines(task, text, "go to cabinet 1") == (cabinet_1,)
+    assert _world(task, text, "go to cabinet 1") == (cabinet_1,)
     fridge = next(line for line in world if line.startswith('"fridge 1":'))
-    assert DOMAIN.world_lines(task, text, "put apple 1 in/on fridge 1") == (fridge,)
-    assert DOMAIN.world_lines(task, text, "look") == ()
-    assert DOMAIN.world_lines(task, text, "fly to the moon") == ()
+    assert _world(task, text, "put apple 1 in/on fridge 1") == (fridge,)
+    assert _world(task, text, "look") == ()
+    assert _world(task, text, "fly to the moon") == ()
     structured = DOMAIN.initial_abstract_state(task).model_dump_json()
-    assert DOMAIN.world_lines(task, structured, "go to cabinet 1") == ()  # a given field instead
+    assert _world(task, structured, "go to cabinet 1") == ()  # a given field instead
 
 
 def test_a_structured_put_shows_what_the_receptacle_holds_after_it_as_the_reference_env_does():
@@ -113,8 +131,8 @@ def test_a_structured_put_shows_what_the_receptacle_holds_after_it_as_the_refere
     assert worked > 30, worked
     task = DOMAIN.tasks("test")[0]
     start = DOMAIN.initial_abstract_state(task).model_dump_json()
-    assert DOMAIN.world_lines(task, start, "put apple 1 in/on moon 1") == ()
-    assert DOMAIN.world_lines(task, start, "put apple 1") == ()
+    assert _world(task, start, "put apple 1 in/on moon 1") == ()
+    assert _world(task, start, "put apple 1") == ()
 
 
 def test_the_given_seen_is_the_reference_envs_on_reference_episodes():
@@ -147,7 +165,7 @@ def test_a_look_shows_the_room_only_where_the_command_can_see_inside():
     cabinet = next(r for r in start.receptacles if r.startswith("cabinet"))
 
     def seen_after(state, action):
-        return DOMAIN.given_fields(task, state, DOMAIN.parse_action(action))["seen"]
+        return _given(task, state, action)["seen"]
 
     import json
 
@@ -159,7 +177,7 @@ def test_a_look_shows_the_room_only_where_the_command_can_see_inside():
     emptied = at_cabinet.model_copy(update={"seen": {cabinet: []}, "is_open": True})
     assert seen_after(emptied, f"go to {cabinet}") == {cabinet: []}  # what the agent left, not the start
     assert seen_after(start, "go to cabinet 999") == {}
-    assert DOMAIN.given_fields(task, start, DOMAIN.parse_action(f"take apple 1 from {open_shelf}")) == {}
+    assert _given(task, start, f"take apple 1 from {open_shelf}") == {}
 
 
 def _reference_steps(policy_name: str, tasks: int):
@@ -183,7 +201,7 @@ def test_settling_the_reference_households_own_next_state_changes_nothing():
     settled: Counter[str] = Counter()
     for policy_name in ("expert", "noisy"):
         for task, before, action, after in _reference_steps(policy_name, 12):
-            assert DOMAIN.settled_state(task, before, action, after) == after, action.text
+            assert _settled(task, before, action, after) == after, action.text
             settled[action.verb] += after.feedback not in ("", NOTHING_HAPPENS)
     assert settled["take"] >= 5 and settled["put"] >= 5 and sum(settled[v] for v in PROCESSES) >= 2
 
@@ -197,13 +215,15 @@ def test_a_take_or_put_the_model_judged_to_work_is_written_as_the_household_writ
             update={
                 "feedback": after.feedback.replace(obj, wrong),
                 "inventory": [wrong] if after.inventory else [],
-                "seen": {name: [wrong if o == obj else o for o in objects] for name, objects in after.seen.items()},
+                "seen": {
+                    name: [wrong if o == obj else o for o in objects] for name, objects in after.seen.items()
+                },
             }
         )
         assert slipped != after
-        assert DOMAIN.settled_state(task, before, action, slipped) == after
+        assert _settled(task, before, action, slipped) == after
         failed = before.model_copy(update={"event": "message", "feedback": NOTHING_HAPPENS})
-        assert DOMAIN.settled_state(task, before, action, failed) == failed  # the verdict stays the model's
+        assert _settled(task, before, action, failed) == failed  # the verdict stays the model's
     assert len(steps) >= 10
 
 
@@ -217,7 +237,9 @@ def test_the_synthetic_household_shows_the_settled_state_of_a_slipped_take():
         truth = reference.abstract_state
         if request.action.startswith("take "):
             obj = parse_command(request.action).obj
-            truth = truth.model_copy(update={"feedback": truth.feedback.replace(obj, f"{obj} 9"), "inventory": []})
+            truth = truth.model_copy(
+                update={"feedback": truth.feedback.replace(obj, f"{obj} 9"), "inventory": []}
+            )
         return Transition(next_state=truth.model_dump_json(), reward=0.0, terminated=False)
 
     synthetic = DreamEnv(DOMAIN, ScriptedExperienceModel(answer), split="test", state_mode="structured")

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import json
 from functools import cache
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from dreamgym_env.bench.fidelity import ReferenceTransition
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webarena.reference_env import WebArenaRefEnv
 from dreamgym_env.envs.webarena.state import TabHistory, WebArenaState
 from dreamgym_env.training.dataset import policy_transitions
+from dreamgym_env.types import Task
 
 domain = get_domain("webarena")
+
+
+def _given(task: Task, state: BaseModel, action: str) -> dict[str, Any]:
+    """The fields the sites fix in the next page of ``action`` on the abstract ``state``."""
+    return domain.answer_fields(state.model_dump_json(), action, task)["given_fields"]
+
+
+def _world(task: Task, state: str, action: str) -> tuple[str, ...]:
+    """The world lines a request for ``action`` on ``state`` (a page's JSON or text) shows."""
+    return tuple(domain.answer_fields(state, action, task)["world"])
 
 
 @cache
@@ -52,20 +65,20 @@ def test_a_page_the_episode_changed_is_given():
             break
         observation, _, _, _, info = env.step(action)
     start, first = pages[0]
-    assert domain.given_fields(task, start, domain.parse_action(first))["url"].startswith("http://shopping.local/")
+    assert _given(task, start, first)["url"].startswith("http://shopping.local/")
     # the cart's count on the page after adding the item is the episode's: its changes rebuild it
     changed, stop = pages[-1]
     assert "My Cart (1)" in json.dumps(changed.model_dump()) and changed.changes[0].startswith("cart [")
     home = next(e.id for e in changed.elements if e.role == "link" and e.name == "One Stop Market")
     env.step(f"click [{home}]")
-    given = domain.given_fields(task, changed, domain.parse_action(f"click [{home}]"))
+    given = _given(task, changed, f"click [{home}]")
     assert given == env.abstract_state.model_dump() and given["changes"] == changed.changes
     # without its changes the page is not the sites' (no item in the seeded cart), and unreadable ones give nothing
     for changes in ([], ["cart [1]"], ["refund [3, 1]"]):
         page = changed.model_copy(update={"changes": changes})
-        assert domain.given_fields(task, page, domain.parse_action(f"click [{home}]")) == {}
+        assert _given(task, page, f"click [{home}]") == {}
     # a stop keeps any page
-    assert domain.given_fields(task, changed, domain.parse_action(stop)) == changed.model_dump()
+    assert _given(task, changed, stop) == changed.model_dump()
 
 
 def _given_along(env: WebArenaRefEnv, actions: list[str]) -> list[WebArenaState]:
@@ -75,7 +88,7 @@ def _given_along(env: WebArenaRefEnv, actions: list[str]) -> list[WebArenaState]
         before = env.abstract_state
         _, _, _, _, info = env.step(action)
         assert info["action_valid"], (action, info)
-        given = domain.given_fields(env.task, before, domain.parse_action(action))
+        given = _given(env.task, before, action)
         assert given == env.abstract_state.model_dump(), action
         pages.append(env.abstract_state)
     return pages
@@ -112,13 +125,13 @@ def test_a_tab_action_the_browser_refuses_or_an_unknown_history_gets_no_page():
     env = WebArenaRefEnv(split="test")
     env.reset(seed=0)
     start = env.abstract_state
-    assert domain.given_fields(env.task, start, domain.parse_action("tab_focus [3]")) == {}
+    assert _given(env.task, start, "tab_focus [3]") == {}
     # a page read from its text has no history: its tabs cannot be rebuilt
     unknown = start.model_copy(update={"history": []})
-    assert domain.given_fields(env.task, unknown, domain.parse_action("go_back")) == {}
+    assert _given(env.task, unknown, "go_back") == {}
     # nor from a history that does not lead to the state's page
     elsewhere = start.model_copy(update={"history": [TabHistory(urls=["http://map.local/"])]})
-    assert domain.given_fields(env.task, elsewhere, domain.parse_action("go_back")) == {}
+    assert _given(env.task, elsewhere, "go_back") == {}
 
 
 def _short(line: str) -> str:
@@ -147,15 +160,15 @@ def test_the_stop_line_names_each_check():
     task = next(t for t in domain.tasks("test") if t.metadata["eval"]["eval_types"] == ["string_match"])
     (reference,) = task.metadata["eval"]["reference_answers"]["must_include"]
     start = domain.initial_abstract_state(task).model_dump_json()
-    (wrong,) = domain.world_lines(task, start, "stop [nothing]")
+    (wrong,) = _world(task, start, "stop [nothing]")
     assert wrong.endswith(f"the answer must include {reference!r}: no; short of the goal: answer")
-    (right,) = domain.world_lines(task, start, f"stop [It is {reference}]")
+    (right,) = _world(task, start, f"stop [It is {reference}]")
     assert right.endswith(": yes; short of the goal: none")
-    assert domain.world_lines(task, start, "scroll [down]") == ()
+    assert _world(task, start, "scroll [down]") == ()
     # in text mode too
-    assert domain.world_lines(task, task.initial_state, f"stop [{reference}]") == (right,)
+    assert _world(task, task.initial_state, f"stop [{reference}]") == (right,)
     free = domain.make_task("What is the price of the cheapest gel pen?")
-    assert domain.world_lines(free, start, "stop [1]") == ()
+    assert _world(free, start, "stop [1]") == ()
 
 
 def test_the_reference_reasoning_of_a_given_page_names_no_url():
@@ -175,7 +188,7 @@ def test_a_url_urllib_refuses_is_an_invalid_goto_and_gets_no_page():
     task = env.task
     assert task is not None
     broken = env.abstract_state.model_copy(update={"url": "http://[x/"})
-    assert domain.given_fields(task, broken, domain.parse_action("scroll [down]")) == {}
+    assert _given(task, broken, "scroll [down]") == {}
 
 
 def test_the_synthetic_start_page_is_the_reference_envs_so_the_first_page_is_given():
@@ -184,7 +197,7 @@ def test_the_synthetic_start_page_is_the_reference_envs_so_the_first_page_is_giv
         env.reset(options={"task": task})
         start = domain.initial_abstract_state(task)
         assert start == env.abstract_state and domain.render_state(start) == env.state
-        assert domain.given_fields(task, start, domain.parse_action("scroll [down]")) or not start.more_below
+        assert _given(task, start, "scroll [down]") or not start.more_below
 
 
 def test_the_episodes_changes_make_the_same_sites_again():

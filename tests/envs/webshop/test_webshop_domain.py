@@ -3,6 +3,9 @@ from __future__ import annotations
 import json
 import re
 from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel
 
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.catalog import load_catalog
@@ -11,6 +14,7 @@ from dreamgym_env.envs.webshop.expert import WebShopExpert
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 from dreamgym_env.envs.webshop.tasks import load_tasks
 from dreamgym_env.training.dataset import policy_transitions
+from dreamgym_env.types import Task
 
 
 def test_tasks_come_from_the_generated_split():
@@ -47,6 +51,16 @@ def test_prompt_describes_actions_pages_and_reward():
     assert "reward 1" in PROMPT.reward_rubric
 
 
+def _given(task: Task, state: BaseModel, action: str) -> dict[str, Any]:
+    """The fields the shop's data fixes in the next state of ``action`` on the abstract ``state``."""
+    return get_domain("webshop").answer_fields(state.model_dump_json(), action, task)["given_fields"]
+
+
+def _world(task: Task, state: str, action: str) -> tuple[str, ...]:
+    """The world lines a request for ``action`` on ``state`` (a page's text or JSON) shows."""
+    return tuple(get_domain("webshop").answer_fields(state, action, task)["world"])
+
+
 def _field(line: str) -> tuple[str, object]:
     name, value = line.split(": ", 1)
     return json.loads(name), json.loads(value)
@@ -77,8 +91,7 @@ def test_the_catalog_answers_only_what_it_decides():
     env = WebShopRefEnv(split="test")
     env.reset(options={"task": task})
     start = env.abstract_state
-    search = domain.parse_action("search[qqqzzz xxyyq]")
-    assert domain.given_fields(task, start, search) == {
+    assert _given(task, start, "search[qqqzzz xxyyq]") == {
         "query": "qqqzzz xxyyq",
         "page": 1,
         "total": 0,
@@ -87,18 +100,17 @@ def test_the_catalog_answers_only_what_it_decides():
     env.step(f"search[{task.instruction}]")
     results = env.abstract_state
     item_id = results.results[0].id
-    click = domain.parse_action(f"click[{item_id.lower()}]")  # any case
-    facts = domain.given_fields(task, results, click)
+    facts = _given(task, results, f"click[{item_id.lower()}]")  # any case
     env.step(f"click[{item_id}]")
     item = env.abstract_state
     assert item.item is not None and facts == {"item": item.item.model_dump(mode="json")}
     for action in ("click[Buy Now]", "click[Features]", "click[Back to Search]", "click[no such label]"):
-        assert domain.given_fields(task, item, domain.parse_action(action)) == {}, action
+        assert _given(task, item, action) == {}, action
     # An option value: the selection after it, as the reference env's item page holds it.
     product = next(p for p in load_catalog().products if p.id == item.item.id)
     first, second = product.options[0].values[:2]
     for value in (first, second.upper()):  # the last click of a group wins; arguments in any case
-        facts = domain.given_fields(task, item, domain.parse_action(f"click[{value}]"))
+        facts = _given(task, item, f"click[{value}]")
         env.step(f"click[{value.lower()}]")
         item = env.abstract_state
         assert facts == {"selected": [c.model_dump(mode="json") for c in item.selected]}
@@ -112,22 +124,18 @@ def test_a_text_request_shows_the_catalogs_answers_as_lines():
     env.reset(options={"task": task})
     env.step(f"search[{task.instruction}]")
     item_id = env.abstract_state.results[0].id
-    lines = domain.world_lines(task, env.state, f"click[{item_id}]")
-    assert dict(map(_field, lines)) == domain.given_fields(
-        task, env.abstract_state, domain.parse_action(f"click[{item_id}]")
-    )
+    lines = _world(task, env.state, f"click[{item_id}]")
+    assert dict(map(_field, lines)) == _given(task, env.abstract_state, f"click[{item_id}]")
     # A search needs no page: a text the shop never showed still gets the engine's results.
-    assert [name for name, _ in map(_field, domain.world_lines(task, "not a page", "search[shirt]"))] == [
+    assert [name for name, _ in map(_field, _world(task, "not a page", "search[shirt]"))] == [
         "query",
         "page",
         "total",
         "results",
     ]
-    assert domain.world_lines(task, "not a page", "click[Next >]") == ()
-    assert domain.world_lines(task, env.state, "fly") == ()
-    assert (
-        domain.world_lines(task, env.abstract_state.model_dump_json(), f"click[{item_id}]") == ()
-    )  # structured: given
+    assert _world(task, "not a page", "click[Next >]") == ()
+    assert _world(task, env.state, "fly") == ()
+    assert _world(task, env.abstract_state.model_dump_json(), f"click[{item_id}]") == ()  # structured: given
 
 
 def test_a_structured_request_asked_in_text_mode_shows_the_given_fields_as_lines():
@@ -171,16 +179,16 @@ def test_a_structured_purchase_request_shows_what_webshops_scoring_finds():
     assert len(purchases) > 30
     for transition in purchases:
         request = transition.request
-        (line,) = domain.world_lines(request.task, request.state, request.action)
+        (line,) = _world(request.task, request.state, request.action)
         assert line.startswith("If bought, WebShop's scoring finds: product type ")
         # the parts are the reference env's: every part found exactly when the purchase wins
         assert _complete(line) == (transition.truth.reward == 1.0), line
     assert {transition.truth.reward for transition in purchases} == {0.0, 1.0}
     # Off [Buy Now], and on a task without a goal, no line.
     request = purchases[0].request
-    assert domain.world_lines(request.task, request.state, "click[< Prev]") == ()
+    assert _world(request.task, request.state, "click[< Prev]") == ()
     free = domain.make_task(request.task.instruction)
-    assert domain.world_lines(free, request.state, request.action) == ()
+    assert _world(free, request.state, request.action) == ()
 
 
 def test_back_to_search_opens_the_search_page_whatever_the_model_wrote():
@@ -192,5 +200,7 @@ def test_back_to_search_opens_the_search_page_whatever_the_model_wrote():
     )
     done = on_results.model_copy(update={"kind": "search", "query": "junk"})
     back, buy = domain.parse_action("click[Back to Search]"), domain.parse_action("click[Buy Now]")
-    assert domain.settled_state(task, on_results, back, done) == domain.initial_abstract_state(task)
-    assert domain.settled_state(task, on_results, buy, done) is done  # every other answer stays the model's
+    state = on_results.model_dump_json()
+    assert domain.supplied_fields(task, state, back).settled(done) == domain.initial_abstract_state(task)
+    bought = domain.supplied_fields(task, state, buy).settled(done)
+    assert bought is done  # every other answer stays the model's
