@@ -369,6 +369,14 @@ class Domain(ABC):
         """Build a task from a free instruction (no goal kept for scoring)."""
         raise ConfigurationError(f"domain {self.name!r} cannot build a task from a free instruction")
 
+    def instruction_in(self, observation: str) -> str:
+        """The task's instruction as a first observation of this domain shows it; ``""`` where it shows none (the default).
+
+        A real server's reset and a recorded trajectory (AgentGym's) give an observation, not a
+        task: this is where their task's instruction comes from.
+        """
+        return ""
+
     def task_variations(self) -> TaskVariations | None:
         """How the curriculum's task generator builds and checks new tasks of this domain.
 

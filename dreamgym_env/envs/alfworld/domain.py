@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 DEFAULT_SCENE, DEFAULT_SEED = "kitchen", 0
 """The room of a free instruction that states no goal of this domain."""
+_TASK_LINE = "Your task is to: "
 
 
 STATE_FIELDS = tuple(ALFWorldState.model_fields)
@@ -103,6 +104,13 @@ class ALFWorldDomain(Domain):
         from dreamgym_env.envs.alfworld.tasks import load_tasks
 
         return load_tasks().split(split)
+
+    def instruction_in(self, observation: str) -> str:
+        """The ``Your task is to: ...`` line of a game's intro (the reference env's and AgentGym's server's)."""
+        for line in observation.splitlines():
+            if line.startswith(_TASK_LINE):
+                return line[len(_TASK_LINE) :]
+        return ""
 
     def make_task(self, instruction: str) -> Task:
         """A task for a free instruction.
