@@ -13,7 +13,8 @@ Wire it with ``app.command("fidelity")(fidelity_command)``.
 from __future__ import annotations
 
 import json
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -27,7 +28,7 @@ from dreamgym_env.errors import ConfigurationError
 if TYPE_CHECKING:
     from dreamgym_env.bench.fidelity import StateMode
     from dreamgym_env.bench.fidelity_runs import FidelityResults, Grounding
-    from dreamgym_env.bench.sampling import Sample
+    from dreamgym_env.domain import Domain
     from dreamgym_env.experience.base import ExperienceModel
 
 DEFAULT_SAMPLED = 100
@@ -152,20 +153,20 @@ def fidelity_command(
     from dreamgym_env.agents.registry import POLICY_NAMES
     from dreamgym_env.agents.rollouts import progress_bar
     from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, ConsistencyReport, rollout_consistency
-    from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
     from dreamgym_env.bench.fidelity_runs import (
         GROUNDINGS,
         MODES,
         FidelityResults,
-        FidelityRow,
         run_fidelity,
         run_recorded,
     )
     from dreamgym_env.bench.sampling import recorded_samples, sample_transitions
-    from dreamgym_env.envs.models import experience_model_for, model_kind
+    from dreamgym_env.envs.models import model_kind
     from dreamgym_env.replay.jsonl import read_trajectories
 
     chosen_supply = _supply(supply, recorded=trajectories is not None)
+    model_kind(model)  # a misspelt kind is refused naming the known ones
+    consistency: list[ConsistencyReport] = []
     if trajectories is not None:
         needs_reference = [
             option
@@ -187,9 +188,14 @@ def fidelity_command(
         if not recorded:
             raise ConfigurationError(f"{trajectories} holds no trajectory")
         pack = get_domain(domain or recorded[0].task.domain)
-        chosen_modes: list[StateMode] = []
-        groundings: list[Grounding] = ["none"]
-        policies: list[str] = []
+        with _opened(pack, model, seed, history_len) as (experience_model, history_len):
+            samples = recorded_samples(
+                recorded, pack, n, seed=seed, history_len=history_len, supply=chosen_supply
+            )
+            with progress_bar(len(samples), "fidelity", unit="tr") as bar:
+                rows = [
+                    run_recorded(experience_model, pack, samples, batch_size=batch_size, progress=bar.update)
+                ]
     else:
         pack = domain_or_default(domain)
         chosen_modes = cast("list[StateMode]", _choices(modes or ",".join(MODES), MODES, "--modes"))
@@ -201,27 +207,7 @@ def fidelity_command(
             if rollout_policies is None
             else _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
         )
-    model_kind(model)  # a misspelt kind is refused naming the known ones
-    with closing(experience_model_for(pack, model, seed=seed)) as experience_model:
-        if history_len is None:
-            whole = not getattr(experience_model, "restorable", True)
-            history_len = max(DEFAULT_HISTORY_LEN, pack.max_episode_steps) if whole else DEFAULT_HISTORY_LEN
-        load = getattr(getattr(experience_model, "inner", experience_model), "load", None)
-        if callable(load):
-            typer.echo("loading the model's weights ...", err=True)
-            load()
-        consistency: list[ConsistencyReport] = []
-        rows: list[FidelityRow]
-        samples: list[Sample]
-        if trajectories is not None:
-            samples = recorded_samples(
-                recorded, pack, n, seed=seed, history_len=history_len, supply=chosen_supply
-            )
-            with progress_bar(len(samples), "fidelity", unit="tr") as bar:
-                rows = [
-                    run_recorded(experience_model, pack, samples, batch_size=batch_size, progress=bar.update)
-                ]
-        else:
+        with _opened(pack, model, seed, history_len) as (experience_model, history_len):
             samples = sample_transitions(
                 pack, n or DEFAULT_SAMPLED, seed=seed, history_len=history_len, supply=chosen_supply
             )
@@ -267,6 +253,25 @@ def fidelity_command(
     paths = write_reports(results, out)
     typer.echo(results.to_markdown())
     typer.echo("reports: " + ", ".join(str(p) for p in paths))
+
+
+@contextmanager
+def _opened(
+    pack: Domain, model: str, seed: int, history_len: int | None
+) -> Iterator[tuple[ExperienceModel, int]]:
+    """The experience model ``--model`` names, its weights loaded, and the past steps its requests carry."""
+    from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
+    from dreamgym_env.envs.models import experience_model_for
+
+    with closing(experience_model_for(pack, model, seed=seed)) as experience_model:
+        if history_len is None:
+            whole = not getattr(experience_model, "restorable", True)
+            history_len = max(DEFAULT_HISTORY_LEN, pack.max_episode_steps) if whole else DEFAULT_HISTORY_LEN
+        load = getattr(getattr(experience_model, "inner", experience_model), "load", None)
+        if callable(load):
+            typer.echo("loading the model's weights ...", err=True)
+            load()
+        yield experience_model, history_len
 
 
 def _supply(text: str | None, *, recorded: bool) -> Supply:

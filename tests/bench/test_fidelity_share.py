@@ -9,7 +9,7 @@ import pytest
 from dreamgym_env.agents import make_policy
 from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.bench.fidelity import measure_fidelity, reference_transitions, score_transitions, summarize
-from dreamgym_env.bench.sampling import as_text
+from dreamgym_env.bench.sampling import as_text, mode_transitions, sample_transitions
 from dreamgym_env.envs.alfworld.grammar import parse_command
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.testing import ScriptedExperienceModel
@@ -99,3 +99,16 @@ def test_text_mode_reports_no_share(webshop_episodes):
     report = measure_fidelity(truth_model(references), references)
     assert report.model_share is None and report.true_model_share is None
     assert report.supplied_share == report.true_supplied_share == {}
+
+
+def test_a_sampled_measurement_without_the_pack_shows_no_world():
+    domain = get_domain("webshop")
+    for supply, shown in (("pack", True), ("none", False)):
+        samples = sample_transitions(domain, 12, seed=0, supply=supply)
+        structured = mode_transitions(domain, samples, "structured", supply=supply)
+        text = mode_transitions(domain, samples, "text", supply=supply)
+        assert any(r.request.given_fields for r in structured) is shown
+        assert any(r.request.world for r in text) is shown
+        assert all(r.supplied.world == tuple(r.request.world) for r in text)
+        report = measure_fidelity(truth_model(structured), structured)
+        assert (report.true_model_share == 1.0) is not shown
