@@ -12,13 +12,14 @@ an agent's conversation with an env, in the ReAct format of its ``agentenv`` pac
         {"from": "human", "loss": null, "value": "<the page the search opened>"},
         ...]}
 
-``loss`` marks the turns a model is trained on; its evaluation runs write the same items with
-the episode's last ``reward``. :func:`from_agentgym` reads such items as
+``loss`` marks the turns a model is trained on (``false``: the conversation's start, which may
+hold an example exchange); its evaluation runs write the same items with the episode's last
+``reward``. :func:`from_agentgym` reads such items as
 :class:`~dreamgym_env.types.Trajectory` objects of a domain: the human turn before the first
-action is the task's initial state (its instruction is the one
-:meth:`~dreamgym_env.domain.Domain.instruction_in` finds there), the turns before it (the env's
-rules and the model's ``Ok.``) the item's preamble; each action turn and the human turn after
-it are a step. A step's action is the text after the turn's last ``Action:``; its
+action (a gpt turn with an ``Action:`` line, not marked ``loss: false``) is the task's initial
+state (its instruction is the one :meth:`~dreamgym_env.domain.Domain.instruction_in` finds
+there), the turns before it (the env's rules and the model's ``Ok.``) the item's preamble; each
+action turn and the human turn after it are a step. A step's action is the text after the turn's last ``Action:``; its
 ``Thought:`` text is the agent's, not the experience model's ``reasoning``, and is kept in the
 trajectory's metadata. :func:`to_agentgym` writes trajectories back as items.
 
@@ -86,6 +87,11 @@ def _react(thought: str, action: str) -> str:
     return f"{THOUGHT_MARK}\n{thought}\n\n{ACTION_MARK}\n{action}" if thought else f"{ACTION_MARK}\n{action}"
 
 
+def _acts(turn: dict[str, Any]) -> bool:
+    """Whether ``turn`` is the agent acting: a gpt turn with an ``Action:`` line, not one ``loss: false`` marks as the conversation's start."""
+    return turn["from"] == "gpt" and turn.get("loss") is not False and _split_react(turn["value"]) is not None
+
+
 def _turns(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     turns = item.get("conversations")
     if not isinstance(turns, list) or not turns:
@@ -126,9 +132,7 @@ def _trajectory(index: int, item: object, domain: Domain) -> Trajectory:
     if not isinstance(item_id, str) or not item_id:
         raise _fail(index, None, "'item_id' must be a non-empty string")
     turns = _turns(index, item)
-    first = next(
-        (n for n, t in enumerate(turns) if t["from"] == "gpt" and _split_react(t["value"]) is not None), None
-    )
+    first = next((n for n, t in enumerate(turns) if _acts(t)), None)
     if first is None:
         raise _fail(index, item_id, f"no agent turn with an {ACTION_MARK!r} line: no trajectory to read")
     if first == 0 or turns[first - 1]["from"] != "human":

@@ -230,3 +230,15 @@ def test_a_malformed_file_is_one_line_naming_the_item(items, tmp_path):
         ],
     )
     assert result.exit_code == 2 and result.stderr.startswith("error: AgentGym item 1 (webshop_12):")
+
+
+def test_an_example_exchange_in_the_conversation_s_start_is_preamble(items):
+    example = [
+        {"from": "human", "loss": None, "value": "WebShop [SEP] Instruction: [SEP] an example [SEP] Search"},
+        {"from": "gpt", "loss": False, "value": "Thought:\nAn example.\n\nAction:\nsearch[an example]"},
+    ]
+    items[0]["conversations"][2:2] = example
+    (trajectory,) = from_agentgym(items[:1], WEBSHOP)
+    assert trajectory.metadata["agentgym"]["preamble"] == items[0]["conversations"][:4]
+    assert trajectory.steps[0].action == "search[waterproof pet bed rose gold small]"
+    assert to_agentgym([trajectory]) == items[:1]
