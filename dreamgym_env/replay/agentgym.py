@@ -137,7 +137,7 @@ def _trajectory(index: int, item: object, domain: Domain) -> Trajectory:
         raise _fail(index, item_id, f"no agent turn with an {ACTION_MARK!r} line: no trajectory to read")
     if first == 0 or turns[first - 1]["from"] != "human":
         raise _fail(index, item_id, f"turn {first}: the first action follows no observation")
-    observation = turns[first - 1]["value"]
+    initial = observation = turns[first - 1]["value"]
     steps: list[Step] = []
     thoughts: list[str] = []
     final: dict[str, str] = {}
@@ -169,7 +169,6 @@ def _trajectory(index: int, item: object, domain: Domain) -> Trajectory:
         steps[-1] = last.model_copy(
             update={"reward": reward or 0.0, "done": ended or bool(won and domain.ends_when_won)}
         )
-    initial = turns[first - 1]["value"]
     task = Task(
         id=item_id,
         domain=domain.name,
