@@ -136,6 +136,9 @@ class SuppliedFields:
     given: dict[str, Any] = field(default_factory=dict)
     world: tuple[str, ...] = ()
     settle: Callable[[BaseModel], BaseModel] | None = None
+    settled_fields: tuple[str, ...] = ()
+    """The fields :attr:`settle` writes when it applies (when it returns a new state): the pack's,
+    whether or not the model had written the same values."""
 
     @property
     def settles(self) -> bool:
@@ -151,14 +154,15 @@ class SuppliedFields:
 
         ``answered``: the state as the model's answer came back (the carried and given fields
         filled in); ``settled``: :meth:`settled` of it (the same object when the pack settles
-        nothing). A field the settling changed is the pack's.
+        nothing). A field the settling wrote (:attr:`settled_fields`) or changed is the pack's.
         """
         before, after = answered.model_dump(), settled.model_dump()
+        written = set(self.settled_fields) if settled is not answered else set()
         return {
             name: "carried"
             if name in self.carried
             else "pack"
-            if name in self.given or before.get(name) != value
+            if name in self.given or name in written or before.get(name) != value
             else "model"
             for name, value in after.items()
         }
@@ -381,6 +385,14 @@ class Domain(ABC):
     def make_task(self, instruction: str) -> Task:
         """Build a task from a free instruction (no goal kept for scoring)."""
         raise ConfigurationError(f"domain {self.name!r} cannot build a task from a free instruction")
+
+    def instruction_in(self, observation: str) -> str:
+        """The task's instruction as a first observation of this domain shows it; ``""`` where it shows none (the default).
+
+        A real server's reset and a recorded trajectory (AgentGym's) give an observation, not a
+        task: this is where their task's instruction comes from.
+        """
+        return ""
 
     def task_variations(self) -> TaskVariations | None:
         """How the curriculum's task generator builds and checks new tasks of this domain.

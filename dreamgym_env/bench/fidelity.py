@@ -12,6 +12,11 @@ bounds the real-vs-synthetic gap by exactly these reward and transition errors.
 :func:`score_transitions` keeps the comparison of each transition (:class:`TransitionScore`);
 :func:`summarize` turns any subset of them into a report, :func:`fidelity_by_action` one report
 per action type (the verb of the domain's action grammar).
+
+In structured mode the report also says how much of a next state the model writes: of the
+content that changed from the state, the share the model wrote and the shares the request
+supplied (carried by a structural rule, or fixed by the pack's world data and code), for the
+model's answers and for the true next states (what the model must write to be right).
 """
 
 from __future__ import annotations
@@ -22,13 +27,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from pydantic import BaseModel
 from rapidfuzz.fuzz import ratio
 
-from dreamgym_env.domain import ActionError, Domain, Supply
+from dreamgym_env.domain import (
+    ActionError,
+    Domain,
+    FieldSource,
+    SuppliedFields,
+    Supply,
+    changed_content,
+    share_of_model,
+)
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, ExperienceModelError
 from dreamgym_env.experience.base import ExperienceModel
-from dreamgym_env.types import ExperienceRequest, Step, Trajectory, Transition
+from dreamgym_env.types import ExperienceRequest, Step, Task, Trajectory, Transition
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -37,14 +51,22 @@ DEFAULT_HISTORY_LEN = 4
 """As the synthetic env's default: the model sees this many past steps."""
 DEFAULT_REWARD_TOLERANCE = 0.1
 StateMode = Literal["text", "structured"]
+SUPPLYING_SOURCES: tuple[FieldSource, ...] = ("carried", "pack")
+"""The sources of next-state content besides the model, as :class:`FidelityReport` shares them."""
 
 
 @dataclass(frozen=True)
 class ReferenceTransition:
-    """A request as the synthetic env would send it, and what the reference env really did."""
+    """A request as the synthetic env would send it, and what the reference env really did.
+
+    ``supplied``: what fixed next-state fields before the model answered
+    (:meth:`~dreamgym_env.domain.Domain.supplied_fields`, as the synthetic env keeps it for a
+    step); nothing for a request built without it.
+    """
 
     request: ExperienceRequest
     truth: Transition
+    supplied: SuppliedFields = field(default_factory=SuppliedFields)
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,14 @@ class FidelityReport:
     the rubric's win decides the end instead of the model. ``latency_s``, ``prompt_tokens``,
     ``evaluated_prompt_tokens`` (the prompt tokens the model computed: those its server did not
     reuse from the KV cache) and ``completion_tokens`` are means per answered transition.
+
+    ``model_share`` (structured mode; ``None`` where nothing changed or nothing was compared): of
+    the characters that differ between a state and the model's next state (settled by the domain
+    where the request let it), the share the model wrote, summed over the answered transitions;
+    ``supplied_share`` the share of each other source (``carried``, ``pack``).
+    ``true_model_share`` / ``true_supplied_share``: the same of the true next states, the
+    request's carried and given fields counted as supplied: how much of a real next state the
+    model has to write.
     """
 
     n: int
@@ -90,6 +120,10 @@ class FidelityReport:
     prompt_tokens: float = 0.0
     evaluated_prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
+    model_share: float | None = None
+    supplied_share: dict[str, float] = field(default_factory=dict)
+    true_model_share: float | None = None
+    true_supplied_share: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,9 +131,13 @@ class FidelityReport:
     def __str__(self) -> str:
         rows = []
         for name, value in self.to_dict().items():
-            if name in ("n", "fields", "field_similarity") or value is None:
+            if name == "n" or value is None or isinstance(value, dict):
                 continue
             rows.append(f"{name:<19} {value:.3f}")
+        rows += [f"supplied {source:<10} {value:.3f}" for source, value in self.supplied_share.items()]
+        rows += [
+            f"true supplied {source:<5} {value:.3f}" for source, value in self.true_supplied_share.items()
+        ]
         rows += [f"field {name:<13} {value:.3f}" for name, value in self.fields.items()]
         return "\n".join([f"fidelity over {self.n} transitions", *rows])
 
@@ -137,24 +175,29 @@ def reference_transitions(
         past: list[Step] = []
         for step in trajectory.steps:
             if step.action_valid or include_invalid:
-                supplied = (
-                    pack.answer_fields(step.state, step.action, trajectory.task, supply=supply)
-                    if step.action_valid
-                    else {}
-                )
+                supplied = _supplied(pack, trajectory.task, step, structured, supply)
                 request = ExperienceRequest(
                     prompt=pack.prompt,
                     state_schema=pack.state_json_schema if structured else None,
-                    **supplied,
+                    **supplied.request_fields(),
                     task=trajectory.task,
                     history=past[-history_len:] if history_len else [],
                     state=step.state,
                     action=step.action,
                 )
                 truth = Transition(next_state=step.next_state, reward=step.reward, terminated=step.done)
-                out.append(ReferenceTransition(request, truth))
+                out.append(ReferenceTransition(request, truth, supplied))
             past.append(step)
     return out
+
+
+def _supplied(pack: Domain, task: Task, step: Step, structured: bool, supply: Supply) -> SuppliedFields:
+    """What the synthetic env fixes before asking for ``step``: nothing for an invalid action, only world lines for a text state."""
+    parsed = pack.parse_action(step.action) if step.action_valid else None
+    if parsed is None or isinstance(parsed, ActionError):
+        return SuppliedFields()
+    supplied = pack.supplied_fields(task, step.state, parsed, supply=supply)
+    return supplied if structured else SuppliedFields(world=supplied.world)
 
 
 def action_type(domain: Domain, action: str) -> str:
@@ -174,6 +217,10 @@ class TransitionScore:
     predicted; ``rubric_scored`` says whether the domain's rubric (not the model) gave the reward,
     ``rubric_ended`` whether it also decided the episode end (``rubric_done_agrees``).
     ``kind_agrees`` and ``jaccard`` are ``None`` where the domain has nothing to compare.
+    ``content`` / ``true_content`` (structured mode): the characters of the answer's next state
+    (settled as the synthetic env settles it) / of the true one that differ from the state, by
+    who wrote them (:func:`~dreamgym_env.domain.changed_content`; the truth's carried and given
+    fields count as supplied); ``None`` where there is no such state.
     """
 
     reference: ReferenceTransition
@@ -198,6 +245,8 @@ class TransitionScore:
     jaccard: float | None = None
     fields: dict[str, float] = field(default_factory=dict)
     field_similarity: dict[str, float] = field(default_factory=dict)
+    content: dict[FieldSource, int] | None = None
+    true_content: dict[FieldSource, int] | None = None
 
     @property
     def accurate(self) -> bool:
@@ -252,6 +301,15 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _content(
+    supplied: SuppliedFields, state: BaseModel | None, answered: BaseModel | None, settled: BaseModel | None
+) -> dict[FieldSource, int] | None:
+    """The characters of ``settled`` that differ from ``state``, by who wrote them; ``None`` without the states."""
+    if state is None or answered is None or settled is None:
+        return None
+    return changed_content(state.model_dump(), settled.model_dump(), supplied.sources(answered, settled))
+
+
 def _score(
     pack: Domain,
     reference: ReferenceTransition,
@@ -263,23 +321,28 @@ def _score(
     true_abstract = views.abstract(truth.next_state)
     true_text = views.text(truth.next_state, true_abstract)
     true_actions = views.actions(true_text, true_abstract)
+    state_abstract = views.abstract(reference.request.state)
     base: dict[str, Any] = {
         "reference": reference,
         "action_type": action_type(pack, reference.request.action),
         "true_text": true_text,
         "true_win": truth.reward >= 1.0 - reward_tolerance,
         "true_zero_reward": abs(truth.reward) <= reward_tolerance,
+        # the domain's settling leaves a true next state as it is (Domain.settled_state)
+        "true_content": _content(reference.supplied, state_abstract, true_abstract, true_abstract),
     }
     predicted = answer if isinstance(answer, Transition) else None
-    guess_abstract = views.abstract(predicted.next_state) if predicted is not None else None
+    answered = views.abstract(predicted.next_state) if predicted is not None else None
+    guess_abstract = answered
     action = pack.parse_action(reference.request.action)
-    state_abstract = views.abstract(reference.request.state)
-    if guess_abstract is not None and state_abstract is not None and not isinstance(action, ActionError):
+    if (
+        reference.supplied.settles
+        and answered is not None
+        and state_abstract is not None
+        and not isinstance(action, ActionError)
+    ):
         # what the synthetic env would show: the model's next state, settled by the domain
-        supplied = pack.supplied_fields(
-            reference.request.task, reference.request.state, action, abstract=state_abstract
-        )
-        guess_abstract = supplied.settled(guess_abstract)
+        guess_abstract = reference.supplied.settled(answered)
     if predicted is None or (views.structured and guess_abstract is None):
         zeros = dict.fromkeys(type(true_abstract).model_fields, 0.0) if true_abstract is not None else {}
         return TransitionScore(
@@ -345,6 +408,7 @@ def _score(
         jaccard=jaccard,
         fields=fields,
         field_similarity=field_similarity,
+        content=_content(reference.supplied, state_abstract, answered, guess_abstract),
     )
 
 
@@ -384,6 +448,18 @@ def _mean(values: Sequence[float], n: int | None = None) -> float:
     return sum(values) / (n if n is not None else len(values))
 
 
+def _shares(contents: Iterable[dict[FieldSource, int] | None]) -> tuple[float | None, dict[str, float]]:
+    """The model's share of the changed characters summed over ``contents``, and each supplying source's."""
+    totals: dict[FieldSource, int] = {"model": 0, "carried": 0, "pack": 0}
+    for content in contents:
+        for source, size in (content or {}).items():
+            totals[source] += size
+    whole = sum(totals.values())
+    if not whole:
+        return None, {}
+    return share_of_model(totals), {source: totals[source] / whole for source in SUPPLYING_SOURCES}
+
+
 def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
     """The report over ``scores`` (any subset of one :func:`score_transitions` run)."""
     if not scores:
@@ -403,6 +479,8 @@ def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
             fields[name].append(value)
         for name, value in s.field_similarity.items():
             field_similarity[name].append(value)
+    model_share, supplied_share = _shares(s.content for s in scores)
+    true_model_share, true_supplied_share = _shares(s.true_content for s in scores)
     return FidelityReport(
         n=n,
         exact_match=_mean([s.exact for s in scores]),
@@ -434,6 +512,10 @@ def summarize(scores: Sequence[TransitionScore]) -> FidelityReport:
         if answered
         else 0.0,
         completion_tokens=_mean([t.usage.completion_tokens for t in answered]) if answered else 0.0,
+        model_share=model_share,
+        supplied_share=supplied_share,
+        true_model_share=true_model_share,
+        true_supplied_share=true_supplied_share,
     )
 
 

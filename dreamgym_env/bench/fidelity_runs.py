@@ -2,8 +2,10 @@
 
 :func:`run_fidelity` asks a model the same sampled transitions (:mod:`.sampling`) once per
 state mode (``structured``, ``text``) and grounding (``none``, ``replay``) and keeps every
-comparison; :class:`FidelityResults` turns them into the JSON for machines and the tables
-(overall, by action type, by state field) that the markdown and HTML reports both show.
+comparison; :func:`run_recorded` asks it recorded transitions as they are
+(:func:`~.sampling.recorded_samples`). :class:`FidelityResults` turns them into the JSON for
+machines and the tables (overall, by action type, by state field) that the markdown and HTML
+reports both show.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dreamgym_env.bench.fidelity import (
     summarize,
 )
 from dreamgym_env.bench.sampling import Sample, mode_transitions, replay_grounder
-from dreamgym_env.domain import Domain
+from dreamgym_env.domain import Domain, Supply
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.experience.base import ExperienceModel
 
@@ -72,6 +74,17 @@ class FidelityResults:
     rows: list[FidelityRow] = field(default_factory=list)
     rollouts: list[ConsistencyReport] = field(default_factory=list)
     """Rollout consistency per policy (:mod:`.consistency`), where it was measured."""
+    supply: Supply = "pack"
+    """What the requests let the domain fix before the model answered."""
+    trajectories: str | None = None
+    """The file the transitions were recorded in; ``None``: sampled from the reference env."""
+
+    @property
+    def origin(self) -> str:
+        """Where the transitions come from, in words."""
+        if self.trajectories is None:
+            return "reference transitions (test split; expert, noisy and random episodes)"
+        return f"recorded transitions of {self.trajectories}"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report: each run's :class:`FidelityReport`, its wall time and its reports by action type."""
@@ -81,6 +94,8 @@ class FidelityResults:
             "model": self.model,
             "seed": self.seed,
             "history_len": self.history_len,
+            "supply": self.supply,
+            "trajectories": self.trajectories,
             "runs": {
                 row.key: {
                     **row.report.to_dict(),
@@ -97,7 +112,7 @@ class FidelityResults:
         headers = [
             "run", "valid", "invalid output", "exact", "similarity", "reward", "P(r=1)", "R(r=1)",
             "always-0 reward", "done", "always-0 done", "rubric reward", "rubric done", "accuracy",
-            "latency s", "tokens in/out",
+            "model share (true)", "model share (answers)", "latency s", "tokens in/out",
         ]  # fmt: skip
         rows = []
         for row in self.rows:
@@ -112,6 +127,7 @@ class FidelityResults:
                     _share(r.reward_recall),
                     *map(_share, (r.always_zero_reward, r.done_agreement, r.always_zero_done)),
                     *map(_share, (r.rubric_reward_agreement, r.rubric_done_agreement, r.accuracy)),
+                    *map(_share, (r.true_model_share, r.model_share)),
                     f"{r.latency_s:.2f}",
                     f"{r.prompt_tokens:.0f}/{r.completion_tokens:.0f}",
                 ]
@@ -171,6 +187,9 @@ class FidelityResults:
         """The tables as GitHub markdown, under a title."""
         parts = [
             f"## Fidelity of {self.model} on {self.domain} ({len(self.samples)} transitions, seed {self.seed})",
+            f"{len(self.samples)} {self.origin}, supply {self.supply}, {self.history_len} past steps in "
+            "each request. Model share: of the content that changes from a state to its next state, the "
+            "share the model writes (the rest is carried or supplied by the pack).",
             _markdown(self.overall_table()),
             "### By action type",
             _markdown(self.action_table()),
@@ -208,12 +227,14 @@ def run_fidelity(
     batch_size: int = 4,
     progress: Callable[[int], object] | None = None,
     on_row: Callable[[FidelityRow], object] | None = None,
+    supply: Supply = "pack",
 ) -> list[FidelityRow]:
     """Ask ``model`` every sample in each of ``modes`` × ``groundings``; one row each.
 
     ``replay`` grounding retrieves ``k`` demonstrations (default: :data:`~.sampling.GROUNDING_K`)
     from a buffer of expert episodes (:func:`~.sampling.replay_grounder`, seeded by ``seed``).
-    ``progress`` is called with each answered batch's size, ``on_row`` with each finished row.
+    ``supply``: the one the samples were drawn with. ``progress`` is called with each answered
+    batch's size, ``on_row`` with each finished row.
     """
     unknown = [m for m in modes if m not in MODES] + [g for g in groundings if g not in GROUNDINGS]
     if unknown:
@@ -224,7 +245,7 @@ def run_fidelity(
             grounder = None
             if grounding == "replay":
                 grounder = replay_grounder(domain, mode, seed=seed, **({"k": k} if k is not None else {}))
-            references = mode_transitions(domain, samples, mode, grounder=grounder)
+            references = mode_transitions(domain, samples, mode, grounder=grounder, supply=supply)
             started = time.perf_counter()
             scores = score_transitions(
                 model, references, domain=domain, batch_size=batch_size, progress=progress
@@ -233,3 +254,26 @@ def run_fidelity(
             if on_row is not None:
                 on_row(rows[-1])
     return rows
+
+
+def run_recorded(
+    model: ExperienceModel,
+    domain: Domain,
+    samples: Sequence[Sample],
+    *,
+    batch_size: int = 4,
+    progress: Callable[[int], object] | None = None,
+) -> FidelityRow:
+    """Ask ``model`` recorded samples (:func:`~.sampling.recorded_samples`) as they are: one ungrounded row.
+
+    Its mode is the trajectories': structured where every request has the domain's schema, text
+    where none has; a mix is refused (measure such files apart).
+    """
+    references = [sample.reference for sample in samples]
+    structured = {reference.request.state_schema is not None for reference in references}
+    if len(structured) > 1:
+        raise ConfigurationError("the trajectories mix structured and text states; measure them apart")
+    mode: StateMode = "structured" if structured == {True} else "text"
+    started = time.perf_counter()
+    scores = score_transitions(model, references, domain=domain, batch_size=batch_size, progress=progress)
+    return FidelityRow(mode, "none", scores, time.perf_counter() - started)

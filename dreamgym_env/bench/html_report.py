@@ -168,8 +168,8 @@ def render_html(results: FidelityResults, images: Sequence[Path] = ()) -> str:
         [
             f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>',
             f"<style>{_CSS}</style></head><body><h1>{escape(title)}</h1>",
-            f"<p>{len(results.samples)} reference transitions (test split; expert, noisy and random episodes), "
-            f"seed {results.seed}, {results.history_len} past steps in each request.</p>",
+            f"<p>{len(results.samples)} {escape(results.origin)}, seed {results.seed}, supply "
+            f"{results.supply}, {results.history_len} past steps in each request.</p>",
             f"<h2>Summary</h2>{_table(results.overall_table())}",
             '<h2>Trajectory viewer</h2><div class="controls"><label>run <select id="run">',
             f'{options}</select></label><button id="prev">◀ previous</button><span id="position"></span>',

@@ -1,8 +1,9 @@
-"""Reference transitions to measure fidelity on: sampled, then asked in text or structured mode, grounded or not.
+"""Reference transitions to measure fidelity on: sampled or recorded, then asked in text or structured mode, grounded or not.
 
 :func:`sample_transitions` plays test-split episodes of a domain's reference env with the
 expert, noisy and random policies, records them as abstract states, and draws ``n`` of their
-valid steps, a third from each policy. :func:`mode_transitions` turns the draw into the
+valid steps, a third from each policy. :func:`recorded_samples` takes them from trajectories
+recorded anywhere (an offline JSONL file), with no reference env. :func:`mode_transitions` turns the draw into the
 requests of one measurement: structured (abstract states, the domain's schema) or text (the
 same states rendered), without demonstrations or with ``k`` real transitions retrieved from a
 replay buffer of expert episodes on the train split (:func:`replay_grounder`). Both modes ask
@@ -29,7 +30,7 @@ from dreamgym_env.bench.fidelity import (
     StateMode,
     reference_transitions,
 )
-from dreamgym_env.domain import Domain
+from dreamgym_env.domain import Domain, SuppliedFields, Supply
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
@@ -45,6 +46,7 @@ __all__ = [
     "as_text",
     "grounding_buffer",
     "mode_transitions",
+    "recorded_samples",
     "rendered",
     "replay_grounder",
     "sample_transitions",
@@ -113,12 +115,14 @@ def sample_transitions(
     seed: int = 0,
     history_len: int = DEFAULT_HISTORY_LEN,
     progress: bool = False,
+    supply: Supply = "pack",
 ) -> list[Sample]:
     """``n`` structured reference transitions from test-split episodes of the three :data:`POLICIES`.
 
     Each policy plays ``max(4, n // 3)`` episodes (seeded by ``seed``) and gives its share of
     ``n`` valid steps, drawn without replacement and kept in episode order; a policy with fewer
-    valid steps gives them all. Requests carry ``history_len`` past steps.
+    valid steps gives them all. Requests carry ``history_len`` past steps and what ``supply``
+    lets the domain fix (:func:`~dreamgym_env.bench.fidelity.reference_transitions`).
     """
     pack = get_domain(domain)
     if n < 1:
@@ -142,7 +146,7 @@ def sample_transitions(
                 progress=progress,
                 state_mode="structured",
             )
-            pool = reference_transitions(episodes, pack, history_len=history_len)
+            pool = reference_transitions(episodes, pack, history_len=history_len, supply=supply)
             where = [(e, i) for e, t in enumerate(episodes) for i, s in enumerate(t.steps) if s.action_valid]
             share = n // len(POLICIES) + (1 if index < n % len(POLICIES) else 0)
             picks = rng.choice(len(pool), size=min(share, len(pool)), replace=False)
@@ -152,11 +156,44 @@ def sample_transitions(
     return chosen
 
 
-def text_request(domain: Domain, request: ExperienceRequest) -> ExperienceRequest:
+def recorded_samples(
+    trajectories: Sequence[Trajectory],
+    domain: str | Domain,
+    n: int | None = None,
+    *,
+    seed: int = 0,
+    history_len: int = DEFAULT_HISTORY_LEN,
+    supply: Supply = "none",
+) -> list[Sample]:
+    """Reference transitions of recorded trajectories, in their own state mode: no reference env is made.
+
+    Every valid step, or ``n`` of them drawn without replacement (seeded by ``seed``) and kept in
+    file order. Each sample's ``policy`` is its trajectory's (``"recorded"`` where it names
+    none) and ``episode`` the trajectory's index in ``trajectories``. ``supply`` defaults to
+    ``"none"``: a domain known only from its recordings has no world data of its own.
+    """
+    pack = get_domain(domain)
+    if n is not None and n < 1:
+        raise ConfigurationError(f"n must be >= 1, got {n}")
+    pool: list[Sample] = []
+    for index, trajectory in enumerate(trajectories):
+        references = reference_transitions([trajectory], pack, history_len=history_len, supply=supply)
+        steps = [i for i, step in enumerate(trajectory.steps) if step.action_valid]
+        policy = trajectory.policy or "recorded"
+        pool += [Sample(r, policy, index, i) for r, i in zip(references, steps, strict=True)]
+    if not pool:
+        raise ConfigurationError("the trajectories hold no valid step to measure fidelity on")
+    if n is None or n >= len(pool):
+        return pool
+    picks = np.random.default_rng(seed).choice(len(pool), size=n, replace=False)
+    return [pool[int(i)] for i in sorted(picks)]
+
+
+def text_request(domain: Domain, request: ExperienceRequest, supply: Supply = "pack") -> ExperienceRequest:
     """A structured request asked in text mode: its states (and its history's) rendered, no schema.
 
     What the domain looks up for it (given fields) is shown as world lines instead, as the text
-    env's requests show it.
+    env's requests show it; with ``supply="none"`` nothing is.
     """
     state = rendered(domain, request.state)
     return request.model_copy(
@@ -165,7 +202,7 @@ def text_request(domain: Domain, request: ExperienceRequest) -> ExperienceReques
             "state": state,
             "history": rendered_steps(domain, request.history),
             "given_fields": {},
-            "world": domain.answer_fields(state, request.action, request.task)["world"],
+            "world": domain.answer_fields(state, request.action, request.task, supply=supply)["world"],
         }
     )
 
@@ -218,17 +255,23 @@ def mode_transitions(
     mode: StateMode,
     *,
     grounder: ReplayGrounder | None = None,
+    supply: Supply = "pack",
 ) -> list[ReferenceTransition]:
-    """The samples as ``mode`` asks them (text: rendered), with ``grounder``'s demonstrations if given."""
+    """The samples as ``mode`` asks them (text: rendered), with ``grounder``'s demonstrations if given.
+
+    ``supply`` is the one the samples were drawn with: a text request shows the pack's world
+    lines only with ``"pack"``.
+    """
     if mode not in ("structured", "text"):
         raise ConfigurationError(f"mode must be 'structured' or 'text', got {mode!r}")
     out: list[ReferenceTransition] = []
     for sample in samples:
-        request, truth = sample.reference.request, sample.reference.truth
+        request, truth, supplied = sample.reference.request, sample.reference.truth, sample.reference.supplied
         if mode == "text":
-            request = text_request(domain, request)
+            request = text_request(domain, request, supply)
             truth = truth.model_copy(update={"next_state": rendered(domain, truth.next_state)})
+            supplied = SuppliedFields(world=tuple(request.world))  # a text state: only world lines
         if grounder is not None:
             request = request.model_copy(update={"demonstrations": grounder.demonstrations(request)})
-        out.append(ReferenceTransition(request, truth))
+        out.append(ReferenceTransition(request, truth, supplied))
     return out

@@ -1,7 +1,9 @@
-"""``dreamgym buffer build`` and ``dreamgym buffer stats``: the replay buffer from the command line.
+"""``dreamgym buffer build``, ``stats`` and ``convert``: the replay buffer and its offline data from the command line.
 
-The functions work without the CLI; :data:`buffer_app` is the Typer group the ``dreamgym``
-command mounts with ``app.add_typer(buffer_app, name="buffer")``.
+``convert`` turns another project's trajectory files into the offline JSONL format the buffer
+and ``dreamgym fidelity --trajectories`` read, and back (AgentGym's,
+:mod:`dreamgym_env.replay.agentgym`). The functions work without the CLI; :data:`buffer_app` is
+the Typer group the ``dreamgym`` command mounts with ``app.add_typer(buffer_app, name="buffer")``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,16 @@ from typing import Annotated
 import typer
 
 from dreamgym_env.cli.errors import DreamGymTyper
-from dreamgym_env.errors import DataError
+from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.errors import ConfigurationError, DataError
+from dreamgym_env.replay.agentgym import from_agentgym, read_agentgym, to_agentgym, write_agentgym
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.jsonl import read_trajectories, write_trajectories
 from dreamgym_env.replay.records import BufferStats
 from dreamgym_env.types import Source
+
+FORMATS = ("agentgym",)
+"""The trajectory formats ``dreamgym buffer convert`` reads and writes beside the offline JSONL."""
 
 
 def build_buffer(
@@ -94,3 +102,59 @@ def stats_command(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     typer.echo(stats.format())
+
+
+@buffer_app.command("convert")
+def convert_command(
+    source_file: Annotated[Path, typer.Argument(help="The file to convert.")],
+    out: Annotated[Path, typer.Option("--out", help="The converted file.")],
+    from_format: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            help="Read SOURCE_FILE in this format (agentgym: AgentGym's JSON list or JSON Lines of "
+            "conversations) and write offline JSONL.",
+        ),
+    ] = None,
+    to_format: Annotated[
+        str | None,
+        typer.Option("--to", help="Read offline JSONL and write this format (agentgym: one JSON list)."),
+    ] = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(
+            help="The domain pack: with --from, the one whose grammar and instructions read the "
+            "conversations (required); with --to, the one whose agent prompt starts a trajectory "
+            "recorded here (default: the first task's domain)."
+        ),
+    ] = None,
+) -> None:
+    """Convert trajectories between another project's format and the offline JSONL (docs/data-format.md).
+
+    With --to agentgym, a trajectory that was not read from AgentGym starts with the domain's
+    agent prompt answered "Ok.", as AgentGym's do.
+    """
+    given = [f"{flag} {value}" for flag, value in (("--from", from_format), ("--to", to_format)) if value]
+    if len(given) != 1 or (from_format or to_format) not in FORMATS:
+        raise ConfigurationError(
+            f"give one of --from or --to, with a format of {', '.join(FORMATS)}; got "
+            f"{' and '.join(given) or 'neither'}"
+        )
+    if from_format is not None:
+        if domain is None:
+            raise ConfigurationError(
+                f"--from {from_format} needs --domain, the pack the conversations are of"
+            )
+        trajectories = from_agentgym(read_agentgym(source_file), get_domain(domain))
+        written = write_trajectories(out, trajectories)
+        steps = sum(len(t.steps) for t in trajectories)
+        unanswered = sum("final_action" in t.metadata["agentgym"] for t in trajectories)
+        typer.echo(
+            f"{written} trajectories, {steps} steps ({unanswered} last actions without a recorded "
+            f"outcome, kept in metadata) -> {out}"
+        )
+        return
+    recorded = read_trajectories(source_file)
+    name = domain or (recorded[0].task.domain if recorded else None)
+    items = to_agentgym(recorded, prompt=get_domain(name).agent_prompt if name else None)
+    typer.echo(f"{write_agentgym(out, items)} AgentGym items -> {out}")

@@ -1,29 +1,38 @@
-"""``dreamgym fidelity``: how faithfully an experience model predicts a domain's reference env.
+"""``dreamgym fidelity``: how faithfully an experience model predicts a domain's reference env, or recorded steps.
 
 Samples reference transitions (:mod:`dreamgym_env.bench.sampling`), asks the model for each in
 every mode and grounding chosen (:mod:`dreamgym_env.bench.fidelity_runs`), with ``--rollouts N``
 replays N synthetic expert, noisy and random episodes in the reference env (:mod:`dreamgym_env.bench.consistency`),
 and writes the reports to ``--out``: ``fidelity.md`` (also printed), ``fidelity.json``, two PNG
 plots (with matplotlib, the ``bench`` extra) and ``fidelity.html`` (:mod:`dreamgym_env.bench.html_report`).
+With ``--trajectories FILE`` it asks the model the recorded steps of an offline JSONL file
+instead, one step at a time, and makes no reference env (a domain known only from its recordings).
 Wire it with ``app.command("fidelity")(fidelity_command)``.
 """
 
 from __future__ import annotations
 
 import json
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
 from dreamgym_env.cli.options import DomainOption, domain_or_default
+from dreamgym_env.domain import SUPPLIES, Supply
+from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from dreamgym_env.bench.fidelity import StateMode
     from dreamgym_env.bench.fidelity_runs import FidelityResults, Grounding
+    from dreamgym_env.domain import Domain
     from dreamgym_env.experience.base import ExperienceModel
+
+DEFAULT_SAMPLED = 100
+"""Reference transitions sampled when ``--n`` is not given."""
 
 
 def model_label(model: ExperienceModel) -> str:
@@ -72,15 +81,42 @@ def fidelity_command(
             "'oracle[:error_rate]' (the reference env, corrupted at that rate)."
         ),
     ] = "local",
-    n: Annotated[int, typer.Option(min=1, help="Reference transitions, a third from each policy.")] = 100,
+    n: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help=f"Reference transitions, a third from each policy (default {DEFAULT_SAMPLED}); with "
+            "--trajectories, this many recorded steps drawn at random (default: every valid step).",
+        ),
+    ] = None,
+    trajectories: Annotated[
+        Path | None,
+        typer.Option(
+            help="Measure against the recorded steps of this offline JSONL file (docs/data-format.md), "
+            "one step at a time, in the file's state mode: no reference env is made. The domain "
+            "defaults to the file's."
+        ),
+    ] = None,
+    supply: Annotated[
+        str | None,
+        typer.Option(
+            help="What fixes next-state fields before the model answers: 'pack' (the domain's world "
+            "data and code) or 'none' (the structural rules only). Default: pack; none with --trajectories."
+        ),
+    ] = None,
     modes: Annotated[
-        str, typer.Option(help="State modes, comma-separated: structured, text.")
-    ] = "structured,text",
+        str | None, typer.Option(help="State modes, comma-separated: structured, text (default both).")
+    ] = None,
     grounding: Annotated[
-        str,
-        typer.Option(help="Groundings, comma-separated: none, replay (k demonstrations of expert episodes)."),
-    ] = "none,replay",
-    k: Annotated[int, typer.Option(min=0, help="Demonstrations per request when grounded.")] = 4,
+        str | None,
+        typer.Option(
+            help="Groundings, comma-separated: none, replay (k demonstrations of expert episodes); "
+            "default both."
+        ),
+    ] = None,
+    k: Annotated[
+        int | None, typer.Option(min=0, help="Demonstrations per request when grounded (default 4).")
+    ] = None,
     history_len: Annotated[
         int | None,
         typer.Option(
@@ -105,27 +141,128 @@ def fidelity_command(
             "three; random finds rewards a model pays to a policy far from its data)."
         ),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the sample, the grounding buffer and the oracle.")] = 0,
+    seed: Annotated[
+        int,
+        typer.Option(
+            help="Seed of the sample (or the draw of recorded steps), the grounding buffer and the oracle."
+        ),
+    ] = 0,
     out: Annotated[Path, typer.Option(help="Folder of the reports.")] = Path("runs/fidelity"),
 ) -> None:
-    """Fidelity of an experience model per action type and state field, in text and structured mode, grounded and not."""
+    """Fidelity of an experience model per action type and state field, in text and structured mode, grounded and not, or on recorded steps."""
     from dreamgym_env.agents.registry import POLICY_NAMES
     from dreamgym_env.agents.rollouts import progress_bar
     from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, ConsistencyReport, rollout_consistency
-    from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
-    from dreamgym_env.bench.fidelity_runs import GROUNDINGS, MODES, FidelityResults, run_fidelity
-    from dreamgym_env.bench.sampling import sample_transitions
-    from dreamgym_env.envs.models import experience_model_for, model_kind
-
-    pack = domain_or_default(domain)
-    chosen_modes = cast("list[StateMode]", _choices(modes, MODES, "--modes"))
-    groundings = cast("list[Grounding]", _choices(grounding, GROUNDINGS, "--grounding"))
-    policies = (
-        list(CONSISTENCY_POLICIES)
-        if rollout_policies is None
-        else _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
+    from dreamgym_env.bench.fidelity_runs import (
+        GROUNDINGS,
+        MODES,
+        FidelityResults,
+        run_fidelity,
+        run_recorded,
     )
+    from dreamgym_env.bench.sampling import recorded_samples, sample_transitions
+    from dreamgym_env.envs.models import model_kind
+    from dreamgym_env.replay.jsonl import read_trajectories
+
+    chosen_supply = _supply(supply, recorded=trajectories is not None)
     model_kind(model)  # a misspelt kind is refused naming the known ones
+    consistency: list[ConsistencyReport] = []
+    if trajectories is not None:
+        needs_reference = [
+            option
+            for option, given in (
+                ("--modes", modes is not None),
+                ("--grounding", grounding is not None),
+                ("--k", k is not None),
+                ("--rollouts", rollouts > 0),
+                ("--rollout-policies", rollout_policies is not None),
+            )
+            if given
+        ]
+        if needs_reference:
+            raise ConfigurationError(
+                f"--trajectories measures the recorded steps as they are, without a reference env: "
+                f"{', '.join(needs_reference)} cannot apply"
+            )
+        recorded = read_trajectories(trajectories)
+        if not recorded:
+            raise ConfigurationError(f"{trajectories} holds no trajectory")
+        pack = get_domain(domain or recorded[0].task.domain)
+        with _opened(pack, model, seed, history_len) as (experience_model, history_len):
+            samples = recorded_samples(
+                recorded, pack, n, seed=seed, history_len=history_len, supply=chosen_supply
+            )
+            with progress_bar(len(samples), "fidelity", unit="tr") as bar:
+                rows = [
+                    run_recorded(experience_model, pack, samples, batch_size=batch_size, progress=bar.update)
+                ]
+    else:
+        pack = domain_or_default(domain)
+        chosen_modes = cast("list[StateMode]", _choices(modes or ",".join(MODES), MODES, "--modes"))
+        groundings = cast(
+            "list[Grounding]", _choices(grounding or ",".join(GROUNDINGS), GROUNDINGS, "--grounding")
+        )
+        policies = (
+            list(CONSISTENCY_POLICIES)
+            if rollout_policies is None
+            else _choices(rollout_policies, POLICY_NAMES, "--rollout-policies")
+        )
+        with _opened(pack, model, seed, history_len) as (experience_model, history_len):
+            samples = sample_transitions(
+                pack, n or DEFAULT_SAMPLED, seed=seed, history_len=history_len, supply=chosen_supply
+            )
+            with progress_bar(
+                len(samples) * len(chosen_modes) * len(groundings), "fidelity", unit="tr"
+            ) as bar:
+                rows = run_fidelity(
+                    experience_model,
+                    pack,
+                    samples,
+                    modes=chosen_modes,
+                    groundings=groundings,
+                    seed=seed,
+                    k=k,
+                    batch_size=batch_size,
+                    progress=bar.update,
+                    on_row=lambda row: bar.set_postfix(done=row.key, refresh=False),
+                    supply=chosen_supply,
+                )
+            if rollouts:
+                with progress_bar(rollouts * len(policies), "rollouts", unit="ep") as bar:
+                    consistency = rollout_consistency(
+                        experience_model,
+                        pack,
+                        episodes=rollouts,
+                        policies=policies,
+                        state_mode=chosen_modes[0],
+                        history_len=history_len,
+                        seed=seed,
+                        progress=bar.update,
+                    )
+    results = FidelityResults(
+        pack.name,
+        model_label(experience_model),
+        seed,
+        history_len,
+        samples,
+        rows,
+        consistency,
+        supply=chosen_supply,
+        trajectories=str(trajectories) if trajectories is not None else None,
+    )
+    paths = write_reports(results, out)
+    typer.echo(results.to_markdown())
+    typer.echo("reports: " + ", ".join(str(p) for p in paths))
+
+
+@contextmanager
+def _opened(
+    pack: Domain, model: str, seed: int, history_len: int | None
+) -> Iterator[tuple[ExperienceModel, int]]:
+    """The experience model ``--model`` names, its weights loaded, and the past steps its requests carry."""
+    from dreamgym_env.bench.fidelity import DEFAULT_HISTORY_LEN
+    from dreamgym_env.envs.models import experience_model_for
+
     with closing(experience_model_for(pack, model, seed=seed)) as experience_model:
         if history_len is None:
             whole = not getattr(experience_model, "restorable", True)
@@ -134,36 +271,13 @@ def fidelity_command(
         if callable(load):
             typer.echo("loading the model's weights ...", err=True)
             load()
-        samples = sample_transitions(pack, n, seed=seed, history_len=history_len)
-        with progress_bar(len(samples) * len(chosen_modes) * len(groundings), "fidelity", unit="tr") as bar:
-            rows = run_fidelity(
-                experience_model,
-                pack,
-                samples,
-                modes=chosen_modes,
-                groundings=groundings,
-                seed=seed,
-                k=k,
-                batch_size=batch_size,
-                progress=bar.update,
-                on_row=lambda row: bar.set_postfix(done=row.key, refresh=False),
-            )
-        consistency: list[ConsistencyReport] = []
-        if rollouts:
-            with progress_bar(rollouts * len(policies), "rollouts", unit="ep") as bar:
-                consistency = rollout_consistency(
-                    experience_model,
-                    pack,
-                    episodes=rollouts,
-                    policies=policies,
-                    state_mode=chosen_modes[0],
-                    history_len=history_len,
-                    seed=seed,
-                    progress=bar.update,
-                )
-    results = FidelityResults(
-        pack.name, model_label(experience_model), seed, history_len, samples, rows, consistency
-    )
-    paths = write_reports(results, out)
-    typer.echo(results.to_markdown())
-    typer.echo("reports: " + ", ".join(str(p) for p in paths))
+        yield experience_model, history_len
+
+
+def _supply(text: str | None, *, recorded: bool) -> Supply:
+    """``--supply``, or its default: ``none`` for recorded steps (a domain known from its recordings), else ``pack``."""
+    if text is None:
+        return "none" if recorded else "pack"
+    if text not in SUPPLIES:
+        raise ConfigurationError(f"--supply takes one of {', '.join(SUPPLIES)}; got {text!r}")
+    return cast("Supply", text)

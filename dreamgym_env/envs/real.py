@@ -24,8 +24,10 @@ its reference env's where they differ:
 - :meth:`~RealServerEnv._reset_instance`: reset it to a task index;
 - :meth:`~RealServerEnv._step_instance`: send one action text;
 - :meth:`~RealServerEnv._check_action`: why an action is invalid now (``None``: valid), by the
-  server's own rule, so that ``info["action_valid"]`` means what it means in the reference env;
-- :meth:`~RealServerEnv._instruction_of`: the task's instruction in a reset's observation.
+  server's own rule, so that ``info["action_valid"]`` means what it means in the reference env.
+
+A task's instruction is the one its domain finds in the reset's observation
+(:meth:`~dreamgym_env.domain.Domain.instruction_in`).
 
 The instance is created at the first ``reset``: ``gym.make`` needs the address, not the server.
 ``close`` posts ``/close`` with the instance's id, as AgentGym's clients do; its servers have no
@@ -318,10 +320,6 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
     def _check_action(self, action: str) -> str | None:
         """Why the server will not take ``action`` in the current state (``None``: it will)."""
 
-    @abstractmethod
-    def _instruction_of(self, observation: str) -> str:
-        """The task's instruction in a reset's observation (``""`` where it shows none)."""
-
     # -- tasks -------------------------------------------------------------------------------
     @property
     def tasks(self) -> Sequence[Task]:
@@ -382,7 +380,7 @@ class RealServerEnv(TextRendering, gym.Env[str, str], ABC):
             self._instance = self._create()
         reply = self._reset_instance(self._instance, index)
         self._check_observation(reply.observation, "/reset")
-        self.task = self._task_of(index, self._instruction_of(reply.observation), reply.observation)
+        self.task = self._task_of(index, self.domain.instruction_in(reply.observation), reply.observation)
         self._reply, self.elapsed_steps, self._done = reply, 0, False
         return reply.observation, {**self._task_info(), "admissible_actions": list(reply.admissible_actions)}
 

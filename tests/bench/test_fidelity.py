@@ -17,6 +17,8 @@ from dreamgym_env.bench.fidelity import (
     score_transitions,
     summarize,
 )
+from dreamgym_env.bench.fidelity_runs import run_recorded
+from dreamgym_env.bench.sampling import as_text, recorded_samples
 from dreamgym_env.envs.oracle import OracleExperienceModel
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
@@ -250,3 +252,30 @@ def test_prompt_tokens_evaluated_leave_out_the_ones_served_from_the_kv_cache(ref
     finally:
         model.close()
     assert (report.prompt_tokens, report.evaluated_prompt_tokens) == (1000, 400)
+
+
+def test_recorded_samples_are_valid_steps_in_file_order():
+    domain = get_domain("webshop")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("noisy", domain, seed=5, epsilon=0.5), 4, progress=False, state_mode="structured"
+    )
+    first = trajectories[1].steps[0]
+    rejected = first.model_copy(
+        update={"action": "fly away", "next_state": first.state, "action_valid": False}
+    )
+    trajectories[1] = trajectories[1].model_copy(update={"steps": [rejected, *trajectories[1].steps]})
+    every = recorded_samples(trajectories, domain)
+    valid = [(e, i) for e, t in enumerate(trajectories) for i, s in enumerate(t.steps) if s.action_valid]
+    assert [(s.episode, s.step) for s in every] == valid and len(valid) < sum(
+        len(t.steps) for t in trajectories
+    )
+    assert all(s.reference.request.action == trajectories[s.episode].steps[s.step].action for s in every)
+    assert all(not s.reference.request.given_fields for s in every)  # supply "none" by default
+    drawn = recorded_samples(trajectories, domain, 5, seed=1)
+    assert len(drawn) == 5 and [s for s in every if s in drawn] == drawn
+    mixed = every[:2] + recorded_samples([as_text(domain, trajectories[0])], domain)
+    with pytest.raises(ConfigurationError, match="mix structured and text"):
+        run_recorded(OracleExperienceModel(domain), domain, mixed)
+    with pytest.raises(ConfigurationError, match="no valid step"):
+        recorded_samples([], domain)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from dreamgym_env.agents import make_policy
+from dreamgym_env.agents.rollouts import collect_trajectories
 from dreamgym_env.cli import app
 from dreamgym_env.envs.registry import get_domain
+from dreamgym_env.replay.jsonl import write_trajectories
 from dreamgym_env.testing import ScriptedOpenAIServer
 
 runner = CliRunner()
@@ -98,6 +102,12 @@ def test_a_domain_the_oracle_must_replay_gets_whole_episodes_and_grounding(tmp_p
         (["--model", "oracle:1.5"], "error_rate must be in [0, 1], got 1.5"),
         (["--model", "gpt"], "unknown experience model kind 'gpt'. Known: auto, endpoint, local, oracle"),
         (["--domain", "webshp"], "unknown domain 'webshp'. Did you mean 'webshop'?"),
+        (["--supply", "world"], "--supply takes one of pack, none; got 'world'"),
+        (
+            ["--trajectories", "held-out.jsonl", "--grounding", "replay", "--rollouts", "2"],
+            "--trajectories measures the recorded steps as they are, without a reference env: "
+            "--grounding, --rollouts cannot apply",
+        ),
     ],
 )
 def test_bad_options_are_one_line_errors(args, expected, tmp_path):
@@ -120,3 +130,54 @@ def test_an_endpoint_model_is_measured_with_its_tokens(tmp_path, monkeypatch):
     # the echo answers "after <action>": a valid transition, never the right page
     assert run["valid"] == 1.0 and run["invalid_output"] == 0.0 and run["exact_match"] == 0.0
     assert run["prompt_tokens"] > 0 and "echo-model" in (tmp_path / "fidelity.html").read_text()
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """Structured noisy WebShop episodes of the reference env, as an offline JSONL file."""
+    domain = get_domain("webshop")
+    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
+    trajectories = collect_trajectories(
+        env, make_policy("noisy", domain, seed=3), 4, progress=False, state_mode="structured"
+    )
+    path = tmp_path_factory.mktemp("recorded") / "held-out.jsonl"
+    write_trajectories(path, trajectories)
+    return path
+
+
+@pytest.fixture
+def echo_endpoint(monkeypatch):
+    """An endpoint model answering "after <action>", and the domain unable to make a reference env."""
+
+    def no_reference_env(self, **kwargs):
+        raise AssertionError("measuring recorded steps made a reference env")
+
+    monkeypatch.setattr(type(get_domain("webshop")), "make_reference_env", no_reference_env)
+    with ScriptedOpenAIServer(model_name="echo-model") as server:
+        monkeypatch.setenv("DREAMGYM_BASE_URL", server.url)
+        monkeypatch.delenv("DREAMGYM_API_KEY", raising=False)
+        yield server
+
+
+def test_recorded_steps_are_measured_without_a_reference_env(recorded, tmp_path, echo_endpoint):
+    steps = sum(len(json.loads(line)["steps"]) for line in recorded.read_text().splitlines())
+    args = ["--trajectories", str(recorded), "--model", "endpoint:echo-model"]
+    data = fidelity(tmp_path / "none", *args)
+    assert (
+        data["supply"] == "none"
+        and data["trajectories"] == str(recorded)
+        and set(data["runs"]) == {"structured/none"}
+    )
+    run = data["runs"]["structured/none"]
+    # "after <action>" is no WebShop state: every answer invalid (asked again), every step's truth measured
+    assert 0 < data["n"] <= steps and echo_endpoint.requests_total >= data["n"]
+    assert run["valid"] == 0.0 and run["model_share"] is None and run["supplied_share"] == {}
+    assert run["true_model_share"] == 1.0  # without the pack's data the model writes every change
+    assert 0.0 < run["always_zero_done"] < 1.0 and {"search", "click"} <= set(run["by_action"])
+    markdown = (tmp_path / "none" / "fidelity.md").read_text()
+    assert "| model share (true) | model share (answers) |" in markdown
+    assert f"recorded transitions of {recorded}, supply none" in markdown
+    assert "recorded transitions of" in (tmp_path / "none" / "fidelity.html").read_text()
+    drawn = fidelity(tmp_path / "pack", *args, "--supply", "pack", "--n", "5")
+    assert drawn["n"] == 5 and drawn["supply"] == "pack"
+    assert drawn["runs"]["structured/none"]["true_model_share"] < 0.5  # the catalogue answers the rest

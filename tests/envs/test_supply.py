@@ -86,7 +86,7 @@ def test_text_mode_counts_a_copied_world_line_as_the_packs(webshop_task):
     )
 
 
-def test_alfworlds_settling_is_the_packs_where_it_rewrites_the_models_answer():
+def test_alfworlds_settling_is_the_packs_where_it_applies():
     domain = get_domain("alfworld")
     task = domain.tasks("test")[0]
     env = DreamEnv("alfworld", ScriptedExperienceModel(), state_mode="structured")
@@ -105,6 +105,10 @@ def test_alfworlds_settling_is_the_packs_where_it_rewrites_the_models_answer():
     sources = supplied.sources(answered, settled)
     assert sources["feedback"] == sources["inventory"] == "pack"
     assert sources["event"] == "model"
+    # an answer that already says what the rule writes: the rule still wrote it
+    assert supplied.sources(settled, supplied.settled(settled))["inventory"] == "pack"
+    failed = standing.model_copy(update={"event": "message", "feedback": "Nothing happens."})
+    assert supplied.settled(failed) is failed and supplied.sources(failed, failed)["feedback"] == "model"
     none = domain.supplied_fields(task, standing.model_dump_json(), action, abstract=standing, supply="none")
     assert not none.settles and none.given == {} and none.world == ()
 

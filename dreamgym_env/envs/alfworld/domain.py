@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 DEFAULT_SCENE, DEFAULT_SEED = "kitchen", 0
 """The room of a free instruction that states no goal of this domain."""
+_TASK_LINE = "Your task is to: "
 
 
 STATE_FIELDS = tuple(ALFWorldState.model_fields)
@@ -65,8 +66,13 @@ MOVES = tuple(verb for verb, fields in CHANGES.items() if {"seen", "inventory"} 
 """Commands that can move an object (take, put): the model writes the ``seen`` entry they change."""
 LOOKS = tuple(verb for verb, fields in CHANGES.items() if "seen" in fields and verb not in MOVES)
 """Commands that can look into a receptacle (go to, open, examine): the room's data gives ``seen`` after them."""
-SETTLES = ("take", "put", *PROCESSES)
-"""Commands whose effect, where the model judges that they work, the household's rules write (:func:`_settled`)."""
+SETTLED_FIELDS: dict[str, tuple[str, ...]] = {
+    "take": ("feedback", "inventory", "seen"),
+    "put": ("feedback", "inventory", "seen"),
+    **dict.fromkeys(PROCESSES, ("feedback", "object_states")),
+}
+"""Commands whose effect, where the model judges that they work, the household's rules write
+(:func:`_settled`), and the fields they write."""
 
 
 class ALFWorldDomain(Domain):
@@ -117,6 +123,13 @@ class ALFWorldDomain(Domain):
         from dreamgym_env.envs.alfworld.tasks import load_tasks
 
         return load_tasks().split(split)
+
+    def instruction_in(self, observation: str) -> str:
+        """The ``Your task is to: ...`` line of a game's intro (the reference env's and AgentGym's server's)."""
+        for line in observation.splitlines():
+            if line.startswith(_TASK_LINE):
+                return line[len(_TASK_LINE) :]
+        return ""
 
     def make_task(self, instruction: str) -> Task:
         """A task for a free instruction.
@@ -207,7 +220,8 @@ class ALFWorldDomain(Domain):
             updated,
             given=_seen_after_look(task, room, action),
             world=_put_line(task, room, action.text),
-            settle=partial(_settled, room, action) if action.verb in SETTLES else None,
+            settle=partial(_settled, room, action) if action.verb in SETTLED_FIELDS else None,
+            settled_fields=SETTLED_FIELDS.get(action.verb, ()),
         )
 
     def rubric_reward(

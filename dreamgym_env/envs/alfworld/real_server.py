@@ -57,7 +57,6 @@ TEST_GAMES: Final = range(2420, 2620)
 ARRIVAL: Final = "You arrive at "
 _ROOM = re.compile(r"Looking quickly around you, you see (.*)\.$", re.MULTILINE)
 _NAME = re.compile(r"\ba ([a-z]+ \d+)")
-_TASK = "Your task is to: "
 
 
 def start_observation(text: str) -> str:
@@ -217,9 +216,3 @@ class ALFWorldServerEnv(RealServerEnv):
         if isinstance(command, ActionError):
             return command.message
         return f"{command.text!r} cannot be done here and now"
-
-    def _instruction_of(self, observation: str) -> str:
-        for line in observation.split("\n"):
-            if line.startswith(_TASK):
-                return line[len(_TASK) :]
-        return ""

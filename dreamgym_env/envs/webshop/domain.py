@@ -38,7 +38,7 @@ from dreamgym_env.envs.webshop.pages import (
     SUB_PAGE_LABELS,
     search_page,
 )
-from dreamgym_env.envs.webshop.real_text import observation_of_page
+from dreamgym_env.envs.webshop.real_text import SEP, observation_of_page
 from dreamgym_env.envs.webshop.state import (
     ITEM_KINDS,
     WebShopState,
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from dreamgym_env.envs.webshop.task_variations import WebShopTaskVariations
 
 _SUB_PAGES = frozenset(label.lower() for label in SUB_PAGE_LABELS)
+_INSTRUCTION_LINE = "Instruction: "
 
 PROMPT = DomainPrompt(
     rules="""WebShop: find and buy the product that matches a shopping instruction.
@@ -192,6 +193,17 @@ class WebShopDomain(Domain):
 
         return WebShopTaskVariations(self)
 
+    def instruction_in(self, observation: str) -> str:
+        """The element after ``Instruction:`` in WebShop's ``' [SEP] '`` text, or the ``Instruction:`` line of a page's."""
+        elements = observation.split(SEP)
+        if "Instruction:" in elements:
+            at = elements.index("Instruction:") + 1
+            return elements[at] if at < len(elements) else ""
+        for line in observation.splitlines():
+            if line.startswith(_INSTRUCTION_LINE):
+                return line[len(_INSTRUCTION_LINE) :]
+        return ""
+
     def make_task(self, instruction: str) -> Task:
         return Task(
             id=free_task_id(self.name, instruction),
@@ -268,6 +280,7 @@ class WebShopDomain(Domain):
             given=catalog_facts(page, action, _catalog_of(task)),
             world=_purchase_line(task, page) if self.is_terminal_action(action) else (),
             settle=partial(_back_to_search, page) if back else None,
+            settled_fields=tuple(WebShopState.model_fields) if back else (),
         )
 
     def rubric_reward(

@@ -193,10 +193,3 @@ class WebShopServerEnv(RealServerEnv):
         if verb == "search" or (label in self._clickables and label != "search"):
             return None
         return f"click[{argument}] is not a clickable of this page"
-
-    def _instruction_of(self, observation: str) -> str:
-        elements = observation.split(SEP)
-        if "Instruction:" in elements:
-            at = elements.index("Instruction:") + 1
-            return elements[at] if at < len(elements) else ""
-        return ""
