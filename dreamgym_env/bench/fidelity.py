@@ -257,6 +257,7 @@ def _score(
     reference: ReferenceTransition,
     answer: Transition | ExperienceModelError,
     reward_tolerance: float,
+    supply: Supply,
 ) -> TransitionScore:
     views = _Views(pack, reference.request.state_schema is not None)
     truth = reference.truth
@@ -274,8 +275,12 @@ def _score(
     guess_abstract = views.abstract(predicted.next_state) if predicted is not None else None
     action = pack.parse_action(reference.request.action)
     state_abstract = views.abstract(reference.request.state)
-    if guess_abstract is not None and state_abstract is not None and not isinstance(action, ActionError):
-        # what the synthetic env would show: the model's next state, settled by the domain
+    if (
+        supply == "pack"
+        and guess_abstract is not None
+        and state_abstract is not None
+        and not isinstance(action, ActionError)
+    ):  # what the synthetic env would show: the model's next state, settled by the domain
         guess_abstract = pack.settled_state(reference.request.task, state_abstract, action, guess_abstract)
     if predicted is None or (views.structured and guess_abstract is None):
         zeros = dict.fromkeys(type(true_abstract).model_fields, 0.0) if true_abstract is not None else {}
@@ -296,7 +301,7 @@ def _score(
     if guess_abstract is not None:
         rubric = (
             pack.rubric_reward(reference.request.task, guess_abstract, action)
-            if not isinstance(action, ActionError)
+            if supply == "pack" and not isinstance(action, ActionError)
             else None
         )
         rubric_scored = rubric is not None
@@ -352,6 +357,7 @@ def score_transitions(
     domain: str | Domain | None = None,
     batch_size: int = 64,
     reward_tolerance: float = DEFAULT_REWARD_TOLERANCE,
+    supply: Supply = "pack",
     progress: Callable[[int], object] | None = None,
 ) -> list[TransitionScore]:
     """Ask ``model`` for every transition, in batches, and compare each answer with the truth.
@@ -360,7 +366,10 @@ def score_transitions(
     compared as the text the agent would see (structured states rendered), after
     :func:`normalize_state`. ``domain`` (default: the first transition's task's, registered)
     gives the action types, the state kind, the admissible actions and the abstract fields.
-    ``progress`` is called with the size of each answered batch.
+    ``supply`` is the requests' (see :func:`reference_transitions`): with ``"pack"`` the domain
+    settles a predicted state as the synthetic env would and its rubric scores it where it can;
+    with ``"none"`` nothing of the pack's world code runs, and the model's state stands as it
+    wrote it. ``progress`` is called with the size of each answered batch.
     """
     if not transitions:
         raise ConfigurationError("measuring fidelity needs at least one reference transition")
@@ -371,7 +380,7 @@ def score_transitions(
     for begin in range(0, len(transitions), batch_size):
         batch = transitions[begin : begin + batch_size]
         for reference, answer in zip(batch, _answers(model, batch), strict=True):
-            scores.append(_score(pack, reference, answer, reward_tolerance))
+            scores.append(_score(pack, reference, answer, reward_tolerance, supply))
         if progress is not None:
             progress(len(batch))
     return scores
@@ -449,6 +458,7 @@ class ScoringOptions(TypedDict, total=False):
     domain: str | Domain | None
     batch_size: int
     reward_tolerance: float
+    supply: Supply
 
 
 def measure_fidelity(
