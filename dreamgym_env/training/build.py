@@ -471,13 +471,21 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
     artefact = shipped.model_gguf or shipped.adapter_gguf
     size_mb = artefact.stat().st_size / 1e6 if artefact else 0.0
     config = shipped.config
+    recorded = "trajectories" in shipped.data  # a model of recorded episodes, not the pack's
+    title = (
+        "experience model trained from recorded trajectories"
+        if recorded
+        else "pack's trained experience model"
+    )
+    text = "the examples' text" if recorded else "the pack's text"
     if shipped.kind == "distilled":
         what = (
             f"Distilled model: a {config.get('parameters', 0) / 1e6:.2f}M-parameter Qwen2 (size "
             f"`{config.get('size')}`, {config.get('shape', {}).get('layers')} layers, hidden "
             f"{config.get('shape', {}).get('hidden')}, a {config.get('vocab_size')}-token tokenizer "
-            f"trained on the pack's text; one GGUF, {size_mb:.1f} MB) trained from scratch, read "
-            f"without the system prompt (`local:distilled`), "
+            f"trained on {text}; one GGUF, {size_mb:.1f} MB) "
+            f"trained from scratch, read without the system prompt "
+            f"({'`local:<this folder>`' if recorded else '`local:distilled`'}), "
         )
     else:
         what = (
@@ -485,7 +493,7 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
             f"{size_mb:.1f} MB) of the embedded `{shipped.base}`, "
         )
     lines = [
-        f"# The {shipped.domain} pack's trained experience model ({shipped.kind})",
+        f"# The {shipped.domain} {title} ({shipped.kind})",
         "",
         what + f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
         f"({shipped.stats.get('episode_ends')} of them end an episode, weighted {shipped.config.get('end_weight', 1)}x"

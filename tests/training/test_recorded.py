@@ -184,6 +184,7 @@ def test_the_manifest_and_report_name_the_file_its_counts_and_the_rebuild(built,
     )
     report = (work / "install" / REPORT_NAME).read_text()
     assert f"`episodes.jsonl` (SHA-256 `{record['sha256']}`, {len(recorded)} episodes" in report
+    assert report.startswith("# The webshop experience model trained from recorded trajectories (distilled)")
     assert "Supply `none`" in report and "No rollout consistency" in report
     assert f"Rebuild: `{shipped.rebuild_command}`" in report
 
