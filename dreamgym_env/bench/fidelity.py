@@ -315,6 +315,7 @@ def _score(
     reference: ReferenceTransition,
     answer: Transition | ExperienceModelError,
     reward_tolerance: float,
+    supply: Supply,
 ) -> TransitionScore:
     views = _Views(pack, reference.request.state_schema is not None)
     truth = reference.truth
@@ -328,8 +329,13 @@ def _score(
         "true_text": true_text,
         "true_win": truth.reward >= 1.0 - reward_tolerance,
         "true_zero_reward": abs(truth.reward) <= reward_tolerance,
-        # the domain's settling leaves a true next state as it is (Domain.settled_state)
-        "true_content": _content(reference.supplied, state_abstract, true_abstract, true_abstract),
+        # what of the true next state the pack would have written: its settling applies to it too
+        "true_content": _content(
+            reference.supplied,
+            state_abstract,
+            true_abstract,
+            reference.supplied.settled(true_abstract) if true_abstract is not None else None,
+        ),
     }
     predicted = answer if isinstance(answer, Transition) else None
     answered = views.abstract(predicted.next_state) if predicted is not None else None
@@ -362,7 +368,7 @@ def _score(
     if guess_abstract is not None:
         rubric = (
             pack.rubric_reward(reference.request.task, guess_abstract, action)
-            if not isinstance(action, ActionError)
+            if supply == "pack" and not isinstance(action, ActionError)
             else None
         )
         rubric_scored = rubric is not None
@@ -419,6 +425,7 @@ def score_transitions(
     domain: str | Domain | None = None,
     batch_size: int = 64,
     reward_tolerance: float = DEFAULT_REWARD_TOLERANCE,
+    supply: Supply = "pack",
     progress: Callable[[int], object] | None = None,
 ) -> list[TransitionScore]:
     """Ask ``model`` for every transition, in batches, and compare each answer with the truth.
@@ -427,7 +434,10 @@ def score_transitions(
     compared as the text the agent would see (structured states rendered), after
     :func:`normalize_state`. ``domain`` (default: the first transition's task's, registered)
     gives the action types, the state kind, the admissible actions and the abstract fields.
-    ``progress`` is called with the size of each answered batch.
+    ``supply`` is the requests' (see :func:`reference_transitions`): with ``"pack"`` the domain
+    settles a predicted state as the synthetic env would and its rubric scores it where it can;
+    with ``"none"`` nothing of the pack's world code runs, and the model's state stands as it
+    wrote it. ``progress`` is called with the size of each answered batch.
     """
     if not transitions:
         raise ConfigurationError("measuring fidelity needs at least one reference transition")
@@ -438,7 +448,7 @@ def score_transitions(
     for begin in range(0, len(transitions), batch_size):
         batch = transitions[begin : begin + batch_size]
         for reference, answer in zip(batch, _answers(model, batch), strict=True):
-            scores.append(_score(pack, reference, answer, reward_tolerance))
+            scores.append(_score(pack, reference, answer, reward_tolerance, supply))
         if progress is not None:
             progress(len(batch))
     return scores
@@ -534,6 +544,7 @@ class ScoringOptions(TypedDict, total=False):
     domain: str | Domain | None
     batch_size: int
     reward_tolerance: float
+    supply: Supply
 
 
 def measure_fidelity(

@@ -1,4 +1,4 @@
-"""``dreamgym experience dataset|train|distill|eval|build``: train an experience model from a domain's reference env.
+"""``dreamgym experience dataset|train|distill|eval|build``: train an experience model from a domain's reference env or recorded trajectories.
 
 :data:`experience_app` is the Typer group the ``dreamgym`` command mounts with
 ``app.add_typer(experience_app, name="experience")``; the work is done by
@@ -17,7 +17,6 @@ from rich.console import Console
 from dreamgym_env.cli.errors import DreamGymTyper
 from dreamgym_env.cli.options import (
     DecisiveWeightOption,
-    DomainOption,
     EndWeightOption,
     LearningRateOption,
     LoraRankOption,
@@ -47,29 +46,72 @@ def _training_summary(stats: dict[str, Any]) -> str:
     )
 
 
+TrajectoriesOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Recorded episodes to learn from instead of the reference env: JSONL, one Trajectory a "
+        "line (docs/data-format.md); any domain, with or without a reference env."
+    ),
+]
+HeldOutOption = Annotated[
+    Path | None,
+    typer.Option(
+        help="Recorded episodes of the test tasks (same format; default: a fifth of the trajectories' "
+        "tasks, drawn with the seed)."
+    ),
+]
+TeacherModelOption = Annotated[str | None, typer.Option(help="The teacher's model name.")]
+
+
 @experience_app.command("dataset")
 def dataset_command(
     out: Annotated[Path, typer.Option(help="Output JSONL file (one SFT example a line).")],
-    domain: DomainOption = None,
+    domain: Annotated[
+        str | None,
+        typer.Option(help="Domain pack (default: the --from file's, else the first registered)."),
+    ] = None,
+    from_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            help="Recorded episodes (JSONL, one Trajectory a line, docs/data-format.md): every valid step "
+            "an example, its requests carrying no pack data (supply none); no reference env is played.",
+        ),
+    ] = None,
+    held_out: HeldOutOption = None,
     n: Annotated[
-        int, typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares).")
-    ] = 600,
+        int | None,
+        typer.Option(min=1, help="Train examples (expert, noisy, random in equal shares; default 600)."),
+    ] = None,
     test_n: Annotated[
         int | None, typer.Option(min=0, help="Test examples, from the test tasks (default: n / 5).")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the episodes, policies and draws.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the episodes, policies and draws (with --from: the split).")
+    ] = 0,
     teacher_url: Annotated[
         str | None,
         typer.Option(
-            help="OpenAI-compatible endpoint of a teacher that writes the reasoning and task variations."
+            help="OpenAI-compatible endpoint of a teacher that writes the reasoning (and, from the reference "
+            "env, task variations)."
         ),
     ] = None,
-    teacher_model: Annotated[str | None, typer.Option(help="The teacher's model name.")] = None,
+    teacher_model: TeacherModelOption = None,
 ) -> None:
-    """Write SFT examples: the exact requests the backends send, with the reference env's answers."""
-    from dreamgym_env.training.dataset import build_dataset
+    """Write SFT examples: the exact requests the backends send, with the reference env's or the recorded answers."""
+    from dreamgym_env.training.dataset import DEFAULT_TRAIN_EXAMPLES, build_dataset
+    from dreamgym_env.training.recorded import RecordedSplit, build_recorded_dataset, file_domain
 
-    pack = domain_or_default(domain)
+    if from_file is None and held_out is not None:
+        raise typer.BadParameter("--held-out goes with --from (recorded episodes)")
+    if from_file is not None and (n, test_n) != (None, None):
+        raise typer.BadParameter(
+            "--n and --test-n draw from a reference env; --from takes every recorded step"
+        )
+    pack = (
+        get_domain(domain or file_domain(from_file)) if from_file is not None else domain_or_default(domain)
+    )
+    recorded = RecordedSplit.read(pack, from_file, held_out, seed=seed) if from_file is not None else None
     teacher = None
     if teacher_url is not None:
         from dreamgym_env.curriculum.chat import EndpointChat
@@ -77,7 +119,12 @@ def dataset_command(
 
         teacher = EndpointChat(EndpointConfig.resolve(base_url=teacher_url, model=teacher_model or UNSET))
     try:
-        summary = build_dataset(pack, n, out, test_n=test_n, seed=seed, teacher=teacher)
+        if recorded is not None:
+            summary = build_recorded_dataset(recorded, out, teacher=teacher)
+        else:
+            summary = build_dataset(
+                pack, n or DEFAULT_TRAIN_EXAMPLES, out, test_n=test_n, seed=seed, teacher=teacher
+            )
     finally:
         if teacher is not None:
             teacher.close()
@@ -237,6 +284,15 @@ def eval_command(
 @experience_app.command("build")
 def build_command(
     domain: Annotated[str, typer.Option(help="The domain pack whose trained model to rebuild.")],
+    trajectories: TrajectoriesOption = None,
+    held_out: HeldOutOption = None,
+    teacher_url: Annotated[
+        str | None,
+        typer.Option(
+            help="With --trajectories: an OpenAI-compatible endpoint of a teacher that writes the reasoning."
+        ),
+    ] = None,
+    teacher_model: TeacherModelOption = None,
     kind: Annotated[
         str | None,
         typer.Option(
@@ -246,13 +302,15 @@ def build_command(
     work: Annotated[
         Path | None,
         typer.Option(
-            help="Working folder: data, training run, raw evaluations (default runs/experience/<domain>-<kind>)."
+            help="Working folder: data, training run, raw evaluations (default runs/experience/<domain>-<kind>); "
+            "with --trajectories, <domain>-<kind>-<file name> there."
         ),
     ] = None,
     install: Annotated[
         Path | None,
         typer.Option(
-            help="Where the model, manifest and report go (default: the pack's experience_model/, distilled/ in it)."
+            help="Where the model, manifest and report go (default: the pack's experience_model/, distilled/ in it; "
+            "with --trajectories the work folder's install/)."
         ),
     ] = None,
     n: Annotated[
@@ -303,6 +361,13 @@ def build_command(
             help="Measure the base again even where an earlier build measured it on the same transitions."
         ),
     ] = False,
+    measure_base: Annotated[
+        bool,
+        typer.Option(
+            help="Measure the base beside the trained model (--no-measure-base: the trained model alone, "
+            "where the base is not at hand)."
+        ),
+    ] = True,
     remeasure: Annotated[
         bool,
         typer.Option(
@@ -319,6 +384,13 @@ def build_command(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     pack = get_domain(domain)
+    if trajectories is None and (held_out, teacher_url, teacher_model) != (None, None, None):
+        raise typer.BadParameter("--held-out, --teacher-url and --teacher-model go with --trajectories")
+    if trajectories is not None and (n is not None or end_share is not None or near_miss_share):
+        raise typer.BadParameter(
+            "--n, --end-share and --near-miss-share draw from a reference env; --trajectories takes every "
+            "recorded step"
+        )
     chosen_kind = kind or pack.preferred_experience_model
     if chosen_kind not in ("adapter", "distilled"):
         raise typer.BadParameter(f"--kind must be adapter or distilled, got {chosen_kind!r}")
@@ -334,10 +406,13 @@ def build_command(
         decisive_weight=decisive_weight, end_share=share, near_miss_share=near_miss_share,
         max_minutes=max_minutes, lora_r=lora_r, lora_alpha=2 * lora_r, eval_n=eval_n, rollouts=rollouts,
         seed=seed, threads=threads, remeasure_base=remeasure_base, remeasure=remeasure,
+        measure_base=measure_base, trajectories=None if trajectories is None else str(trajectories),
+        held_out=None if held_out is None else str(held_out), teacher_url=teacher_url, teacher_model=teacher_model,
     )  # fmt: skip
     if natural:
         config = dataclasses.replace(config, end_share=None)
     chosen = tuple(part.strip() for part in stages.split(",") if part.strip())
-    work = work or Path("runs") / "experience" / f"{pack.name}-{chosen_kind}"
+    recorded = f"-{trajectories.stem}" if trajectories is not None else ""
+    work = work or Path("runs") / "experience" / f"{pack.name}-{chosen_kind}{recorded}"
     shipped = build_pack_model(pack, work, config, install=install, stages=chosen)
     print_plain(console, f"{pack.name}: {shipped.describe()}; {shipped.directory}")

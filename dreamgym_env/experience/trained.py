@@ -21,8 +21,9 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, cast
 
+from dreamgym_env.domain import SUPPLIES, Supply
 from dreamgym_env.errors import DataError, StaleModelWarning
 from dreamgym_env.experience.prompt import prompt_fingerprint
 from dreamgym_env.experience.provision import PRESETS
@@ -76,6 +77,14 @@ def rebuild_command(domain: str, kind: TrainedKind = "adapter") -> str:
     return f"dreamgym experience build --domain {domain} --kind {kind}"
 
 
+def _supply(value: Any, directory: Path) -> Supply:
+    if value not in SUPPLIES:
+        raise DataError(
+            f"{directory}: its manifest's supply must be one of {', '.join(SUPPLIES)}, got {value!r}"
+        )
+    return cast(Supply, value)
+
+
 @dataclass(frozen=True)
 class TrainedModel:
     """A training run's manifest: what was trained on what, where its parts are, what it cost."""
@@ -104,6 +113,10 @@ class TrainedModel:
     system_prompt: bool = True
     """Whether the model reads the system prompt; a distilled model learned the domain's rules
     from data, so its requests leave it out (a constant prefix it would only pay for)."""
+    supply: Supply = "pack"
+    """What fixed next-state fields in the requests it learned (:data:`~dreamgym_env.domain.Supply`):
+    ``"pack"``, the domain's world data too (a reference env's data; manifests that record
+    nothing), or ``"none"``, the structural rules only (trained from recorded trajectories)."""
 
     @property
     def kind(self) -> TrainedKind:
@@ -128,6 +141,7 @@ class TrainedModel:
             "model_gguf": self.model_gguf.name if self.model_gguf else None,
             "model_sha256": self.model_sha256,
             "system_prompt": self.system_prompt,
+            "supply": self.supply,
             "domain": self.domain,
             "state_mode": self.state_mode,
             "prompt_fingerprint": self.prompt_fingerprint,
@@ -166,6 +180,7 @@ class TrainedModel:
             model_gguf=directory / payload["model_gguf"] if payload.get("model_gguf") else None,
             model_sha256=payload.get("model_sha256"),
             system_prompt=bool(payload.get("system_prompt", True)),
+            supply=_supply(payload.get("supply", "pack"), directory),
         )
 
     @classmethod

@@ -41,14 +41,19 @@ def numbered_lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
-def iter_trajectories(path: PathLike) -> Iterator[Trajectory]:
-    """Read trajectories lazily; a bad line raises :class:`DataError` naming the file and line."""
+def numbered_trajectories(path: PathLike) -> Iterator[tuple[int, Trajectory]]:
+    """Read trajectories lazily with their line numbers; a bad line raises :class:`DataError` naming the file and line."""
     path = Path(path)
     for number, line in numbered_lines(path, "offline trajectories"):
         try:
-            yield Trajectory.model_validate_json(line)
+            yield number, Trajectory.model_validate_json(line)
         except ValidationError as exc:
             raise DataError(f"{path}:{number}: not a trajectory: {exc.errors()[0]['msg']}") from exc
+
+
+def iter_trajectories(path: PathLike) -> Iterator[Trajectory]:
+    """Read trajectories lazily; a bad line raises :class:`DataError` naming the file and line."""
+    return (trajectory for _, trajectory in numbered_trajectories(path))
 
 
 def read_trajectories(path: PathLike) -> list[Trajectory]:

@@ -1,7 +1,9 @@
-"""Training experience models: distillation data from the reference envs, SFT with LoRA, serving.
+"""Training experience models: distillation data from the reference envs or recorded trajectories, SFT with LoRA, serving.
 
 * :mod:`.dataset`: SFT examples, each the exact chat request the backends send for a reference
   transition, with the true answer (``dreamgym experience dataset``).
+* :mod:`.recorded`: the same from recorded episodes of any domain, no reference env needed
+  (``dreamgym experience dataset --from FILE.jsonl``, ``build --trajectories FILE.jsonl``).
 * :mod:`.train`: TRL's ``SFTTrainer`` with a PEFT LoRA adapter, loss on the answer only
   (``dreamgym experience train``).
 * :mod:`.export`: the adapter written as a llama.cpp GGUF LoRA adapter, which the local backend

@@ -27,20 +27,29 @@ build resumes where it stopped; training itself resumes from its last checkpoint
 Every stage logs its start, progress with an ETA and its end through :mod:`logging` (logger
 ``dreamgym_env.training.build``), so a build run under ``nohup`` or in CI says where it is.
 
+With ``BuildConfig(trajectories=...)`` any registered domain, with or without a reference env,
+is trained from recorded episodes instead (:mod:`.recorded`): the data and the held-out
+transitions are the file's (or a held-out file's), made with ``supply="none"``, the rollouts
+stage is skipped (there is no reference env to replay them in), the model goes to
+``<work>/install`` unless ``install`` is given (a pack's shipped models stay as they are), and
+its manifest records the files and ``supply: "none"``.
+
 Example::
 
     build_pack_model("alfworld", "runs/experience/alfworld", BuildConfig(steps=80, eval_n=40))
+    build_pack_model("webshop", "runs/experience/recorded", BuildConfig(trajectories="episodes.jsonl"))
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from dreamgym_env.domain import Domain
 from dreamgym_env.envs.registry import get_domain
@@ -65,6 +74,10 @@ from dreamgym_env.training.dataset import (
     state_mode_of,
 )
 from dreamgym_env.training.distill import DEFAULT_VOCAB_SIZE, ModelSize
+from dreamgym_env.training.recorded import RECORDED_SUPPLY, RecordedSplit
+
+if TYPE_CHECKING:
+    from dreamgym_env.curriculum.chat import EndpointChat
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +85,8 @@ STAGES: Final = ("data", "train", "export", "eval", "rollouts", "report")
 BASE_PRESET: Final = "qwen-0.5b"
 """The embedded base the packs' adapters are trained for."""
 REPORT_NAME: Final = "report.md"
+RECORDED_INSTALL: Final = "install"
+"""The folder of the work folder a model trained from recorded trajectories goes to by default."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +110,13 @@ class BuildConfig:
     ``remeasure_base``: measure the base again even where an earlier build measured it on the
     same transitions (same base, prompt, ``eval_n`` and seed); ``remeasure``: measure the trained
     model again even where its file was measured (after a change to what the pack's requests
-    hold that the prompt fingerprint does not cover, such as its given fields).
+    hold that the prompt fingerprint does not cover, such as its given fields); ``measure_base``:
+    measure the base at all (off, the report leaves its column empty). ``trajectories``: a JSONL
+    file of recorded episodes to train from instead of the reference env (:mod:`.recorded`;
+    ``n``, ``test_n``, ``end_share`` and ``near_miss_share`` do not apply: every valid step is
+    an example), ``held_out`` a second one of the test tasks' episodes (default: a fifth of the
+    file's tasks, drawn with ``seed``), ``teacher_url`` / ``teacher_model`` an OpenAI-compatible
+    endpoint that writes their reasoning (default: the template reasoning).
     """
 
     n: int = 600
@@ -121,6 +142,11 @@ class BuildConfig:
     size: str | ModelSize = "xs"
     vocab_size: int = DEFAULT_VOCAB_SIZE
     max_minutes: float | None = None
+    measure_base: bool = True
+    trajectories: str | None = None
+    held_out: str | None = None
+    teacher_url: str | None = None
+    teacher_model: str | None = None
 
     @classmethod
     def for_kind(cls, kind: TrainedKind, **overrides: Any) -> BuildConfig:
@@ -152,6 +178,13 @@ class BuildConfig:
             raise ConfigurationError(
                 f"near_miss_share must be in [0, 1 - end_share], got {self.near_miss_share}"
             )
+        if self.trajectories is None and (self.held_out or self.teacher_url) is not None:
+            raise ConfigurationError(
+                "held_out and teacher_url go with trajectories (a build from recorded episodes); "
+                "`dreamgym experience dataset --teacher-url` writes a reference env's data with a teacher"
+            )
+        if self.teacher_model is not None and self.teacher_url is None:
+            raise ConfigurationError("teacher_model names the model of teacher_url: pass that too")
 
     def command(self, domain: str) -> str:
         """The ``dreamgym experience build`` command of this recipe: the flags that differ from its kind's."""
@@ -162,6 +195,9 @@ class BuildConfig:
                  "max_minutes": "--max-minutes", "lora_r": "--lora-r", "eval_n": "--eval-n",
                  "rollouts": "--rollouts", "seed": "--seed"}  # fmt: skip
         words = [rebuild_command(domain, self.kind)]
+        recorded = {"--trajectories": self.trajectories, "--held-out": self.held_out,
+                    "--teacher-url": self.teacher_url, "--teacher-model": self.teacher_model}  # fmt: skip
+        words += [f"{flag} {shlex.quote(value)}" for flag, value in recorded.items() if value is not None]
         for name, flag in flags.items():
             value = getattr(self, name)
             if value != getattr(default, name):
@@ -169,7 +205,7 @@ class BuildConfig:
         return " ".join(words)
 
     def data_recipe(self) -> dict[str, Any]:
-        """The fields that decide the data (other values write it again)."""
+        """The fields that decide a reference env's data (other values write it again)."""
         return {"n": self.n, "test_n": self.test_n, "seed": self.seed, "end_share": self.end_share,
                 "near_miss_share": self.near_miss_share}  # fmt: skip
 
@@ -209,6 +245,21 @@ class BuildConfig:
         """What decides the base's held-out numbers: the same key, the same transitions and answers."""
         return {"base": self.base, "prompt_fingerprint": fingerprint, "n": self.eval_n, "seed": self.seed}
 
+    def recorded_recipe(self, recorded: RecordedSplit) -> dict[str, Any]:
+        """What decides the data of a build from ``recorded`` episodes: the files, the split, the reasoning."""
+        return {**recorded.recipe(), "teacher_url": self.teacher_url, "teacher_model": self.teacher_model}
+
+    def teacher(self) -> EndpointChat | None:
+        """The chat model at ``teacher_url`` that writes the reasoning; ``None`` without one."""
+        if self.teacher_url is None:
+            return None
+        from dreamgym_env.curriculum.chat import EndpointChat
+        from dreamgym_env.experience.config import UNSET, EndpointConfig
+
+        return EndpointChat(
+            EndpointConfig.resolve(base_url=self.teacher_url, model=self.teacher_model or UNSET)
+        )
+
 
 class Eta:
     """Progress of a stage in logs: done of total, elapsed, the estimated time left."""
@@ -234,6 +285,12 @@ class Eta:
 
 def _data_recipe_path(data: Path) -> Path:
     return data.with_suffix(".recipe.json")
+
+
+def _recorded_data_current(path: Path, recipe: dict[str, Any]) -> bool:
+    """Whether ``path`` holds the examples of ``recipe``: its requests' SHA-256 covers the prompt and the rules."""
+    kept = _data_recipe_path(path)
+    return path.is_file() and kept.is_file() and json.loads(kept.read_text(encoding="utf-8")) == recipe
 
 
 def _data_current(path: Path, pack: Domain, config: BuildConfig) -> bool:
@@ -280,19 +337,34 @@ def held_out_record(rows: Sequence[dict[str, Any]], recipe: dict[str, Any]) -> d
 
 
 def _policy_mix(data: Path) -> dict[str, Any]:
+    """The manifest's ``data``: the file, its examples per split and policy, and what makes it again.
+
+    For a reference env's data the test split's record (:func:`held_out_record`); for recorded
+    episodes' the files they came from and the steps that gave no example.
+    """
     rows = read_examples(data)
+    recipe = json.loads(_data_recipe_path(data).read_text(encoding="utf-8"))
     mix: dict[str, dict[str, int]] = {}
     for row in rows:
         split = mix.setdefault(str(row["split"]), {})
         split[str(row["policy"])] = split.get(str(row["policy"]), 0) + 1
-    return {
+    record = {
         "file": data.name,
         "sha256": file_sha256(data),
         "examples": mix,
         "train_tasks": len({row["task_id"] for row in rows if row["split"] == "train"}),
         "test_tasks": len({row["task_id"] for row in rows if row["split"] == "test"}),
         "reasoning_source": sorted({str(row.get("reasoning_source")) for row in rows}),
-        "test_split": held_out_record(rows, json.loads(_data_recipe_path(data).read_text(encoding="utf-8"))),
+    }
+    if "trajectories" not in recipe:
+        return {**record, "test_split": held_out_record(rows, recipe)}
+    files = [recipe["trajectories"], *([recipe["held_out"]] if recipe["held_out"] else [])]
+    return {
+        **record,
+        "trajectories": recipe["trajectories"],
+        "held_out": recipe["held_out"],
+        "split_seed": None if recipe["held_out"] else recipe["seed"],
+        "left_out": sum(f["transitions"] for f in files) - len(rows),
     }
 
 
@@ -364,19 +436,56 @@ def _decisive_text(shipped: TrainedModel) -> str:
     return f"; those of {', '.join(verbs)} weighted {weight}x" if verbs and weight > 1 else ""
 
 
+def _recorded_text(shipped: TrainedModel) -> list[str]:
+    """The report's paragraph on the recorded episodes a model was trained from (none for a reference env's data)."""
+    recorded = shipped.data.get("trajectories")
+    if recorded is None:
+        return []
+    held_out = shipped.data.get("held_out")
+
+    def name(record: dict[str, Any]) -> str:
+        return (
+            f"`{record['file']}` (SHA-256 `{record['sha256']}`, {record['episodes']} episodes, "
+            f"{record['transitions']} transitions)"
+        )
+
+    test = (
+        f"test tasks from {name(held_out)}"
+        if held_out
+        else f"a share of its tasks held out for the test split (drawn with seed {shipped.data.get('split_seed')})"
+    )
+    left_out = shipped.data.get("left_out", 0)
+    return [
+        f"Trained from recorded trajectories, without a reference env: {name(recorded)}; {test}. "
+        f"Supply `{shipped.supply}`: each request carries the fields the action cannot change and "
+        f"nothing of the pack's world (no given fields, no world lines); the model writes the rest"
+        f"{f'; {left_out} recorded transitions gave no example' if left_out else ''}. "
+        "No rollout consistency: a model trained from recorded episodes is not replayed in a reference env.",
+        "",
+    ]
+
+
 def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) -> None:
     """The pack model's report: what it was trained on, its held-out table and its rollouts."""
     trained, base = evaluation.get("trained", {}), evaluation.get("base", {})
     artefact = shipped.model_gguf or shipped.adapter_gguf
     size_mb = artefact.stat().st_size / 1e6 if artefact else 0.0
     config = shipped.config
+    recorded = "trajectories" in shipped.data  # a model of recorded episodes, not the pack's
+    title = (
+        "experience model trained from recorded trajectories"
+        if recorded
+        else "pack's trained experience model"
+    )
+    text = "the examples' text" if recorded else "the pack's text"
     if shipped.kind == "distilled":
         what = (
             f"Distilled model: a {config.get('parameters', 0) / 1e6:.2f}M-parameter Qwen2 (size "
             f"`{config.get('size')}`, {config.get('shape', {}).get('layers')} layers, hidden "
             f"{config.get('shape', {}).get('hidden')}, a {config.get('vocab_size')}-token tokenizer "
-            f"trained on the pack's text; one GGUF, {size_mb:.1f} MB) trained from scratch, read "
-            f"without the system prompt (`local:distilled`), "
+            f"trained on {text}; one GGUF, {size_mb:.1f} MB) "
+            f"trained from scratch, read without the system prompt "
+            f"({'`local:<this folder>`' if recorded else '`local:distilled`'}), "
         )
     else:
         what = (
@@ -384,7 +493,7 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
             f"{size_mb:.1f} MB) of the embedded `{shipped.base}`, "
         )
     lines = [
-        f"# The {shipped.domain} pack's trained experience model ({shipped.kind})",
+        f"# The {shipped.domain} {title} ({shipped.kind})",
         "",
         what + f"{shipped.stats.get('steps')} steps on {shipped.stats.get('examples')} train examples "
         f"({shipped.stats.get('episode_ends')} of them end an episode, weighted {shipped.config.get('end_weight', 1)}x"
@@ -397,12 +506,17 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         f"{shipped.data.get('test_tasks')} test tasks (no task in both), reasoning from "
         f"{', '.join(shipped.data.get('reasoning_source', []))}.",
         "",
+        *_recorded_text(shipped),
     ]
     if trained:
         n = trained.get("n")
-        lines += [
-            f"## {n} held-out transitions (test tasks; seconds {evaluation.get('seconds')}; "
+        measured = (
             f"the base measured {evaluation.get('base_measured', 'in the same build')}"
+            if base
+            else "the base not measured"
+        )
+        lines += [
+            f"## {n} held-out transitions (test tasks; seconds {evaluation.get('seconds')}; {measured}"
             f"{'; the evaluation was stopped there, its last complete batch' if evaluation.get('stopped_after') else ''})",
             "",
             "| measure | base | trained | always 0 |",
@@ -461,10 +575,30 @@ def _stopped_evaluation(eval_file: Path, shipped: TrainedModel, config: BuildCon
         "seed": trained["seed"],
         "n": n,
         **dict([_artefact(shipped)]),
-        "base_measurement": {**config.base_measurement(shipped.prompt_fingerprint or ""), "n": n},
+        "base_measurement": {**_base_key(config, shipped), "n": n},
         "base_measured": "in this build",
         "stopped_after": n,
     }
+
+
+def _base_key(config: BuildConfig, shipped: TrainedModel) -> dict[str, Any]:
+    """What decides the base's held-out numbers of ``shipped`` (:meth:`BuildConfig.base_measurement`).
+
+    For a model trained from recorded episodes, also the file its held-out episodes came from
+    and the supply its requests were made with: other transitions than a reference env's.
+    """
+    key = config.base_measurement(shipped.prompt_fingerprint or "")
+    source = shipped.data.get("held_out") or shipped.data.get("trajectories")
+    return key if source is None else {**key, "recorded_sha256": source["sha256"], "supply": shipped.supply}
+
+
+def _no_rollouts(pack: Domain, config: BuildConfig) -> str | None:
+    """Why the rollouts stage cannot run for ``config`` (``None``: it can)."""
+    if config.trajectories is not None:
+        return "the model was trained from recorded trajectories; its episodes are not replayed in a reference env"
+    if not plays_reference_env(pack):
+        return f"domain {pack.name!r} has no reference env to replay the model's episodes in"
+    return None
 
 
 def _base_measurement(trained: TrainedModel) -> dict[str, Any] | None:
@@ -502,6 +636,51 @@ def _fmt(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
+def plays_reference_env(domain: Domain) -> bool:
+    """Whether ``domain`` has a reference env (overrides :meth:`~dreamgym_env.domain.Domain.make_reference_env`)."""
+    return type(domain).make_reference_env is not Domain.make_reference_env
+
+
+def _data_stage(
+    pack: Domain,
+    data: Path,
+    config: BuildConfig,
+    recorded: RecordedSplit | None,
+    begin: Callable[[str, str], float],
+) -> None:
+    """Write the SFT examples to ``data``, from ``recorded`` episodes or the reference env, unless current."""
+    from dreamgym_env.training.dataset import build_dataset
+    from dreamgym_env.training.recorded import build_recorded_dataset
+
+    recipe = config.recorded_recipe(recorded) if recorded is not None else config.data_recipe()
+    current = (
+        _recorded_data_current(data, recipe) if recorded is not None else _data_current(data, pack, config)
+    )
+    if current:
+        logger.info("stage 1/%d data: %s is current, kept", len(STAGES), data)
+        return
+    if recorded is None:
+        started = begin("data", f"{config.n} train examples from {pack.name}'s reference env")
+        summary = build_dataset(
+            pack, config.n, data, test_n=config.test_n, seed=config.seed, end_share=config.end_share,
+            near_miss_share=config.near_miss_share,
+        )  # fmt: skip
+    else:
+        started = begin(
+            "data",
+            f"examples from the {sum(f.transitions for f in recorded.files)} recorded transitions of "
+            f"{' and '.join(f.path.name for f in recorded.files)} (supply {RECORDED_SUPPLY}, no reference env)",
+        )
+        teacher = config.teacher()
+        try:
+            summary = build_recorded_dataset(recorded, data, teacher=teacher)
+        finally:
+            if teacher is not None:
+                teacher.close()
+    _data_recipe_path(data).write_text(json.dumps(recipe) + "\n", encoding="utf-8")
+    logger.info("data: %s (%.0f s)", summary.format().splitlines()[0], time.perf_counter() - started)
+
+
 def build_pack_model(
     domain: Domain | str,
     work: str | Path,
@@ -516,10 +695,10 @@ def build_pack_model(
 
     ``work`` holds the data, the training run and the raw evaluations; ``install`` (default:
     the pack's :attr:`~dreamgym_env.domain.Domain.experience_model_dir`, its ``distilled/``
-    folder for a distilled model) receives the model file, the manifest and the report. ``stages`` restricts the run to some stages (each
-    needs the outputs of the ones before it).
+    folder for a distilled model; ``<work>/install`` for a model trained from recorded
+    trajectories) receives the model file, the manifest and the report. ``stages`` restricts the
+    run to some stages (each needs the outputs of the ones before it).
     """
-    from dreamgym_env.training.dataset import build_dataset
     from dreamgym_env.training.evaluate import compare_models, write_result
 
     pack = get_domain(domain)
@@ -527,11 +706,26 @@ def build_pack_model(
     unknown = set(stages) - set(STAGES)
     if unknown:
         raise ConfigurationError(f"unknown build stages {sorted(unknown)}: choose from {', '.join(STAGES)}")
-    target = Path(install) if install is not None else pack.experience_model_dir
-    if target is None:
+    if config.trajectories is None and {"data", "eval"} & set(stages) and not plays_reference_env(pack):
+        raise ConfigurationError(
+            f"domain {pack.name!r} has no reference env to play: train it from recorded episodes "
+            "(--trajectories FILE.jsonl)"
+        )
+    if install is not None:
+        target = Path(install)
+    elif config.trajectories is not None:
+        target = Path(work) / RECORDED_INSTALL
+    elif pack.experience_model_dir is not None:
+        target = pack.experience_model_dir
+        if config.kind == "distilled":
+            target = target / DISTILLED_DIR
+    else:
         raise ConfigurationError(f"the {pack.name!r} pack has no experience_model_dir: pass install=")
-    if install is None and config.kind == "distilled":
-        target = target / DISTILLED_DIR
+    recorded = (
+        RecordedSplit.read(pack, config.trajectories, config.held_out, seed=config.seed)
+        if config.trajectories is not None and {"data", "eval"} & set(stages)
+        else None
+    )
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     data, model_dir, eval_file = work / "sft.jsonl", work / "model", work / "eval.json"
@@ -544,16 +738,7 @@ def build_pack_model(
         return time.perf_counter()
 
     if "data" in stages:
-        if _data_current(data, pack, config):
-            logger.info("stage 1/%d data: %s is current, kept", len(STAGES), data)
-        else:
-            started = begin("data", f"{config.n} train examples from {pack.name}'s reference env")
-            summary = build_dataset(
-                pack, config.n, data, test_n=config.test_n, seed=config.seed, end_share=config.end_share,
-                near_miss_share=config.near_miss_share,
-            )  # fmt: skip
-            _data_recipe_path(data).write_text(json.dumps(config.data_recipe()) + "\n", encoding="utf-8")
-            logger.info("data: %s (%.0f s)", summary.format().splitlines()[0], time.perf_counter() - started)
+        _data_stage(pack, data, config, recorded, begin)
     if "train" in stages:
         if _trained_current(model_dir, data, config):
             logger.info("stage 2/%d train: %s is current, kept", len(STAGES), model_dir)
@@ -589,26 +774,34 @@ def build_pack_model(
     evaluation = dict(shipped.evaluation)
     artefact_key, artefact_sha256 = _artefact(shipped)
     measured = artefact_sha256 is not None and evaluation.get(artefact_key) == artefact_sha256
+    # a build from recorded episodes measures their held-out steps, all of them where fewer than eval_n
+    held_out = (
+        recorded.held_out_transitions(config.eval_n) if recorded is not None and "eval" in stages else None
+    )
+    eval_n = len(held_out) if held_out is not None else config.eval_n
     if (
         "eval" in stages
         and measured
         and not config.remeasure
-        and evaluation.get("trained", {}).get("n") == config.eval_n
+        and evaluation.get("trained", {}).get("n") == eval_n
     ):
         logger.info("stage 4/%d eval: measured on this model already, kept", len(STAGES))
     elif "eval" in stages:
-        key = config.base_measurement(shipped.prompt_fingerprint or "")
+        key = _base_key(config, shipped)
         if _base_measurement(shipped) != key:
             evaluation.update(_sibling_base(target, config.kind, key))
             shipped = replace(shipped, evaluation=evaluation)
         keep_base = not config.remeasure_base and _base_measurement(shipped) == key
-        specs = [str(target)] if keep_base else [config.base, str(target)]
+        measure_base = config.measure_base and not keep_base
+        specs = [config.base, str(target)] if measure_base else [str(target)]
         started = begin(
             "eval",
-            f"{'trained model (the base measured on these transitions before)' if keep_base else 'base and trained model'}"
-            f" on {config.eval_n} held-out transitions",
-        )
-        eta = Eta("eval", config.eval_n, "transitions")
+            ("base and trained model" if measure_base
+             else "trained model (the base measured on these transitions before)" if keep_base
+             else "trained model (the base not measured)")
+            + f" on {eval_n} held-out {'recorded ' if held_out is not None else ''}transitions",
+        )  # fmt: skip
+        eta = Eta("eval", eval_n, "transitions")
 
         def report(results: list[Any]) -> None:
             eta(results[-1].report.n, ", ".join(
@@ -616,15 +809,31 @@ def build_pack_model(
                 for name, r in zip(("base", "trained")[-len(results):], results, strict=True)))  # fmt: skip
             write_result(results, eval_file)
 
-        results = compare_models(specs, n=config.eval_n, domain=pack.name, seed=config.seed, on_batch=report)
-        trained_result = results[-1]
-        seconds = (
-            {"base": evaluation.get("seconds", {}).get("base")} if keep_base else {"base": results[0].seconds}
+        recorded_options: dict[str, Any] = (
+            {"transitions": held_out, "supply": RECORDED_SUPPLY} if held_out is not None else {}
         )
+        results = compare_models(
+            specs, n=config.eval_n, domain=pack.name, seed=config.seed, on_batch=report, **recorded_options
+        )
+        trained_result = results[-1]
+        base: dict[str, Any] = {}
+        seconds: dict[str, Any] = {}
+        if keep_base:
+            base = {
+                "base": evaluation["base"],
+                "base_measured": "in an earlier build",
+                "base_measurement": key,
+            }
+            seconds = {"base": evaluation.get("seconds", {}).get("base")}
+        elif measure_base:
+            base = {"base": _summary(results[0].report.to_dict()), "base_measured": "in this build",
+                    "base_measurement": key}  # fmt: skip
+            seconds = {"base": results[0].seconds}
+        else:  # the base's numbers of other transitions must not stand beside these
+            for name in ("base", "base_measured", "base_measurement"):
+                evaluation.pop(name, None)
         evaluation.update(
-            base=evaluation["base"] if keep_base else _summary(results[0].report.to_dict()),
-            base_measurement=key,
-            base_measured="in an earlier build" if keep_base else "in this build",
+            **base,
             trained=_summary(trained_result.report.to_dict()),
             seconds={**seconds, "trained": trained_result.seconds},
             seed=config.seed,
@@ -634,7 +843,10 @@ def build_pack_model(
         shipped = replace(shipped, evaluation=evaluation)
         shipped.save()
         logger.info("eval: done in %.0f s", time.perf_counter() - started)
-    if "rollouts" in stages and config.rollouts:
+    no_rollouts = _no_rollouts(pack, config) if "rollouts" in stages and config.rollouts else None
+    if no_rollouts is not None:
+        logger.info("stage 5/%d rollouts: skipped: %s", len(STAGES), no_rollouts)
+    elif "rollouts" in stages and config.rollouts:
         from dreamgym_env.bench.consistency import CONSISTENCY_POLICIES, rollout_consistency
 
         # kept where this model played every policy's episodes (builds before random played two)

@@ -1,4 +1,4 @@
-"""SFT examples for an experience model, distilled from a domain's reference env.
+"""SFT examples for an experience model, distilled from a domain's reference env (:mod:`.recorded`: from recorded episodes).
 
 Each example is one reference transition: the chat messages the backends send for it (built by
 :func:`dreamgym_env.experience.prompt.messages`, the function every backend calls, so the data
@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 ReasoningSource = Literal["reference", "teacher"]
 StateMode = Literal["text", "structured"]
+DEFAULT_TRAIN_EXAMPLES: Final = 600
+"""Train examples of a dataset from a reference env where none are asked for (``dreamgym experience dataset``)."""
 DEFAULT_TEST_FRACTION: Final = 0.2
 """Test examples written beside the train ones, as a share of ``n``."""
 DEFAULT_VARIATION_SHARE: Final = 0.25
@@ -499,6 +501,15 @@ def _example_line(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False) + "\n"
 
 
+def write_examples(rows: Sequence[dict[str, Any]], out: str | Path) -> None:
+    """Write ``rows`` to the JSONL file ``out``, one :func:`sft_example` a line (its folder made where missing)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(_example_line(row))
+
+
 def build_dataset(
     domain: Domain | str,
     n: int,
@@ -577,11 +588,7 @@ def build_dataset(
     by_policy = Counter(row["policy"] for row in rows if row["split"] == "train")
     if stale:
         notes.append(f"{stale} transitions left out: their given fields missed a change out of sight")
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(_example_line(row))
+    write_examples(rows, out)
     splits = {s: [r for r in rows if r["split"] == s] for s in ("train", "test")}
     return DatasetSummary(
         domain=pack.name,
@@ -595,7 +602,7 @@ def build_dataset(
         train_episode_ends=sum(map(ends_episode, splits["train"])),
         reasoning_source=source,
         seconds=round(time.perf_counter() - started, 2),
-        out=str(out),
+        out=str(Path(out)),
         notes=notes,
     )
 

@@ -25,11 +25,13 @@ from typing import Any, Final, Literal
 
 from dreamgym_env.bench.fidelity import (
     FidelityReport,
+    ReferenceTransition,
     TransitionScore,
     score_transitions,
     summarize,
 )
 from dreamgym_env.bench.sampling import sample_transitions
+from dreamgym_env.domain import Supply
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.base import ExperienceModel
@@ -119,6 +121,8 @@ def compare_models(
     backend: Backend = "local",
     batch_size: int = DEFAULT_EVAL_BATCH,
     on_batch: Callable[[list[EvalResult]], object] | None = None,
+    transitions: Sequence[ReferenceTransition] | None = None,
+    supply: Supply = "pack",
     **settings: Any,
 ) -> list[EvalResult]:
     """Measure several models (a base and its trained adapter) on the same held-out transitions, batch by batch.
@@ -126,7 +130,9 @@ def compare_models(
     Each batch of ``batch_size`` transitions is asked of every model in turn, and ``on_batch``
     gets the results so far (one :class:`EvalResult` a model, over the same transitions): a run
     stopped early still compares like with like. ``domain`` defaults to the first trained model's;
-    ``settings`` go to every model's backend.
+    ``settings`` go to every model's backend. ``transitions`` (held-out recorded ones, made with
+    ``supply``; see :func:`~dreamgym_env.bench.fidelity.score_transitions`) are asked instead of
+    ``n`` drawn from the domain's reference env.
     """
     models: list[tuple[str, ExperienceModel]] = []
     trained: list[TrainedModel] = []
@@ -139,7 +145,8 @@ def compare_models(
         if name is None:
             raise ConfigurationError("pass the domain: no model was trained on one")
         pack = get_domain(name)
-        transitions = [s.reference for s in sample_transitions(pack, n, seed=seed)]
+        if transitions is None:
+            transitions = [s.reference for s in sample_transitions(pack, n, seed=seed)]
         seen = {t.request.task.id for t in transitions} & {i for m in trained for i in m.train_task_ids}
         if seen:
             raise DataError(f"the evaluation would use tasks seen in training: {sorted(seen)[:5]}")
@@ -150,7 +157,9 @@ def compare_models(
             batch = transitions[begin : begin + batch_size]
             for spec, model in models:
                 started = time.perf_counter()
-                scores[spec] += score_transitions(model, batch, domain=pack, batch_size=batch_size)
+                scores[spec] += score_transitions(
+                    model, batch, domain=pack, batch_size=batch_size, supply=supply
+                )
                 seconds[spec] += time.perf_counter() - started
             results = [
                 EvalResult(spec, pack.name, backend, seed, round(seconds[spec], 1), summarize(scores[spec]))

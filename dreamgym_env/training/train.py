@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from dreamgym_env.domain import SUPPLIES, Supply
 from dreamgym_env.errors import ConfigurationError, DataError
 from dreamgym_env.experience.local import DEFAULT_N_CTX
 from dreamgym_env.experience.provision import PRESETS, check_gguf, model_file
@@ -227,13 +228,14 @@ class SftRun:
 
 @dataclass(frozen=True)
 class TrainRows:
-    """The train rows of a dataset file, with their one domain, state mode and prompt fingerprint."""
+    """The train rows of a dataset file, with their one domain, state mode, prompt fingerprint and supply."""
 
     data: str | Path
     rows: list[dict[str, Any]]
     domain: str
     state_mode: str | None
     fingerprint: str | None
+    supply: Supply = "pack"
 
     def save_manifest(self, out: Path, run: SftRun, **fields: Any) -> TrainedModel:
         """Save and return the manifest of ``run`` on these rows, in ``out``; ``fields``: the recipe's part."""
@@ -244,6 +246,7 @@ class TrainRows:
             stats=run.stats(len(self.rows)),
             state_mode=self.state_mode,
             prompt_fingerprint=self.fingerprint,
+            supply=self.supply,
             data={"file": str(self.data), "sha256": file_sha256(self.data), "train_examples": len(self.rows)},
             **fields,
         )
@@ -252,7 +255,11 @@ class TrainRows:
 
 
 def check_rows(data: str | Path) -> TrainRows:
-    """The train rows of ``data``, checked to share one domain, state mode and prompt fingerprint."""
+    """The train rows of ``data``, checked to share one domain, state mode, prompt fingerprint and supply.
+
+    A row records ``"supply": "none"`` when its request carries no pack data (examples from
+    recorded trajectories); a row without one was made with the pack's (``"pack"``).
+    """
     rows = read_examples(data, split="train")
     if not rows:
         raise DataError(f"{data} has no train examples")
@@ -265,7 +272,10 @@ def check_rows(data: str | Path) -> TrainRows:
     if len(prompts) != 1:
         raise DataError(f"{data} mixes state modes or prompts {sorted(map(str, prompts))}: build it again")
     ((state_mode, fingerprint),) = prompts
-    return TrainRows(data, rows, str(next(iter(domains))), state_mode, fingerprint)
+    supplies = {row.get("supply", "pack") for row in rows}
+    if len(supplies) != 1 or not supplies <= set(SUPPLIES):
+        raise DataError(f"{data} mixes or misnames supplies {sorted(map(str, supplies))}: build it again")
+    return TrainRows(data, rows, str(next(iter(domains))), state_mode, fingerprint, supplies.pop())
 
 
 def weighted_rows(
