@@ -2,7 +2,7 @@
 
 It is the toy house of ``tests/toy`` as someone who cannot run it sees it: the action grammar
 and the rules a recorder documents, and ``data/train.jsonl`` / ``data/held-out.jsonl``, episodes
-recorded from that house (``python -m tests.recorded.record`` writes them again). There is no
+recorded from that house (``PYTHONPATH=tests python -m recorded.record`` writes them again). There is no
 reference env, no expert, no world data: the tasks are the recorded episodes' tasks, stripped of
 everything but their instruction and first state. An experience model for it can only be
 learned from the recordings, and grounded on them.
@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 
+from toy.pack import PROMPT, _admissible, parse_action
+
 from dreamgym_env.domain import ActionError, Domain, DomainPrompt, ParsedAction, Split
 from dreamgym_env.replay.jsonl import read_trajectories
 from dreamgym_env.types import Task, Trajectory
-
-from ..toy.pack import PROMPT, _admissible, parse_action
 
 DATA = Path(__file__).parent / "data"
 TRAIN_FILE = DATA / "train.jsonl"

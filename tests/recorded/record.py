@@ -1,4 +1,4 @@
-"""Write the recorded pack's episodes again: ``python -m tests.recorded.record``.
+"""Write the recorded pack's episodes again: ``PYTHONPATH=tests python -m recorded.record``.
 
 Episodes of the toy house's reference env (a noisy expert and a random policy on its train
 tasks, a noisy expert on its test tasks), relabelled as the ``recorded`` domain, each task
@@ -10,15 +10,18 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from toy.pack import ToyDomain
+
 from dreamgym_env.agents.rollouts import collect
 from dreamgym_env.envs.registry import register_domain, unregister_domain
 from dreamgym_env.replay.jsonl import read_trajectories
 from dreamgym_env.types import Task, Trajectory
+from recorded.pack import HELD_OUT_FILE, TRAIN_FILE
 
-from ..toy.pack import ToyDomain
-from .pack import HELD_OUT_FILE, TRAIN_FILE
-
-PLAN = {TRAIN_FILE: [("noisy", "train", 40, 1), ("random", "train", 20, 2)], HELD_OUT_FILE: [("noisy", "test", 16, 3)]}
+PLAN = {
+    TRAIN_FILE: [("noisy", "train", 40, 1), ("random", "train", 20, 2)],
+    HELD_OUT_FILE: [("noisy", "test", 16, 3)],
+}
 
 
 def opaque(trajectory: Trajectory) -> Trajectory:

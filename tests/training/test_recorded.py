@@ -32,10 +32,7 @@ from dreamgym_env.types import ExperienceRequest, Trajectory, Transition
 
 WEBSHOP = get_domain("webshop")
 TINY = ModelSize(hidden=32, layers=2, heads=2, ffn=64, context=2048)
-WORLD = (
-    "make_reference_env", "make_real_env", "expert_policy", "given_fields", "world_lines", "settled_state",
-    "rubric_reward", "tasks", "task_variations",
-)  # fmt: skip
+WORLD = ("make_reference_env", "make_real_env", "expert_policy", "rubric_reward", "tasks", "task_variations")
 """What a WebShop build from recorded episodes must never ask the pack for: all but its grammar, prompt and schema."""
 
 
@@ -72,9 +69,18 @@ def no_world() -> Iterator[list[str]]:
 
         return hook
 
+    supplies = type(WEBSHOP).supplies
+
+    def structural_only(self: Domain, task: Any, *args: Any) -> Any:
+        if task is not None:  # the pack's world parts come only with a task
+            asked.append("supplies with a task")
+            raise AssertionError("a build from recorded episodes asked for the pack's world")
+        return supplies(self, task, *args)
+
     with pytest.MonkeyPatch.context() as patch:
         for name in WORLD:
             patch.setattr(type(WEBSHOP), name, refuse(name))
+        patch.setattr(type(WEBSHOP), "supplies", structural_only)
         yield asked
 
 
