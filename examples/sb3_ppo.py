@@ -3,8 +3,11 @@
 The text env is made RL-library-ready by two wrappers: ChoiceActions (Discrete over the
 admissible actions, with masks) and EmbedObservation (task, page and one feature row per
 candidate action). The candidate policy scores every candidate with one shared network.
+The experience model is the one ``gym.make`` gives: an endpoint where ``DREAMGYM_BASE_URL`` is
+set, else the pack's trained model, run offline.
 
-    python examples/sb3_ppo.py                                  # synthetic WebShop, oracle model
+    python examples/sb3_ppo.py                                  # synthetic WebShop, its default model
+    python examples/sb3_ppo.py --model oracle                   # the reference env as the model (analysis)
     python examples/sb3_ppo.py --env-id DreamGym/WebShop-Ref-v0 # the reference env instead
     python examples/sb3_ppo.py --model endpoint                 # an LLM experience model (DREAMGYM_BASE_URL)
 """
@@ -23,15 +26,17 @@ import dreamgym_env  # noqa: F401  (registers the DreamGym ids)
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.rl.sb3 import TrainingMonitor, evaluate_policy_on_tasks, wrap_for_sb3
-from dreamgym_env.rl.sim2real import make_experience_model
+from dreamgym_env.rl.sim2real import RewardKind, make_experience_model
 
 
 @dataclass
 class Options:
     env_id: str = field(default="DreamGym/WebShop-v0", metadata={"help": "Gymnasium id to train on"})
     model: str = field(
-        default="oracle",
-        metadata={"help": "experience model of a synthetic id: oracle, endpoint, local, auto"},
+        default="auto",
+        metadata={
+            "help": "experience model of a synthetic id: auto (what gym.make gives), oracle, endpoint, local"
+        },
     )
     error_rate: float = field(default=0.0, metadata={"help": "the oracle's share of corrupted transitions"})
     reward: str = field(
@@ -51,6 +56,9 @@ class Options:
     seed: int = field(default=0, metadata={"help": "seed of PPO, the envs and the evaluation"})
     save_path: str = field(
         default="", metadata={"help": "where to save the trained model (empty: not saved)"}
+    )
+    progress_every_s: float = field(
+        default=30.0, metadata={"help": "seconds between progress lines while training (0: none)"}
     )
 
 
@@ -72,11 +80,16 @@ def main(options: Options) -> float:
     domain = get_domain(spec.kwargs["domain"])  # every DreamGym id names its domain pack
     synthetic = spec.entry_point == "dreamgym_env.envs.synthetic:DreamEnv"
     env_kwargs: dict = {"reward": options.reward} if not synthetic else {}
+    experience_model = None
     if synthetic:
-        reward = "score" if options.reward == "score" else "outcome"
-        env_kwargs["experience_model"] = make_experience_model(
+        reward: RewardKind = "score" if options.reward == "score" else "outcome"
+        experience_model = make_experience_model(
             options.model, domain.name, error_rate=options.error_rate, reward=reward, seed=options.seed
         )
+        env_kwargs["experience_model"] = experience_model  # one model, shared by every sub-env
+        print(f"experience model: {experience_model.describe()}")
+    else:
+        print(f"experience model: none, {options.env_id} is the reference env")
     embedder = HashedEmbedder(options.embed_dim)
 
     def make_env() -> gym.Env:
@@ -88,9 +101,9 @@ def main(options: Options) -> float:
 
         from dreamgym_env.rl.sb3 import MaskableCandidatePolicy as Policy
     except ImportError:  # plain PPO: padding slots are left to the env (invalid actions)
-        from stable_baselines3 import PPO as Algorithm
+        from stable_baselines3 import PPO as Algorithm  # type: ignore[assignment]
 
-        from dreamgym_env.rl.sb3 import CandidatePolicy as Policy
+        from dreamgym_env.rl.sb3 import CandidatePolicy as Policy  # type: ignore[assignment]
     agent = Algorithm(
         Policy,
         envs,
@@ -104,7 +117,7 @@ def main(options: Options) -> float:
     )
 
     # -- the loop -----------------------------------------------------------------------------
-    monitor = TrainingMonitor()
+    monitor = TrainingMonitor(progress_every_s=options.progress_every_s or None)
     started = time.perf_counter()
     agent.learn(options.total_steps, callback=monitor)
     recent = monitor.log.won[-200:]
@@ -128,6 +141,8 @@ def main(options: Options) -> float:
     )
     if options.save_path:
         agent.save(options.save_path)
+    if experience_model is not None:
+        experience_model.close()
     return result.success
 
 

@@ -7,8 +7,11 @@ Three agents, each tested on the reference env's test tasks:
 3. DreamGym-S2R-PPO: agent 2, then N/10 more steps on the real env (SimToReal switches the
    source at the next reset).
 
-    python examples/sim2real_ppo.py                              # WebShop, the oracle model
-    python examples/sim2real_ppo.py --model local:distilled      # a learned model, the pack's distilled one
+The experience model is the one ``gym.make`` gives: an endpoint where ``DREAMGYM_BASE_URL`` is
+set, else the pack's trained model, run offline.
+
+    python examples/sim2real_ppo.py                              # WebShop, its default model
+    python examples/sim2real_ppo.py --model oracle               # the reference env as the model (analysis)
     python examples/sim2real_ppo.py --domain alfworld --reward outcome
 
 `dreamgym experiment sim2real` runs the same experiment with more (error-rate sweeps, runs in
@@ -43,8 +46,10 @@ from dreamgym_env.wrappers import SimToReal
 class Options:
     domain: str = field(default="webshop", metadata={"help": "domain pack: webshop, alfworld, webarena"})
     model: str = field(
-        default="oracle",
-        metadata={"help": "experience model: oracle, local, local:distilled, endpoint, auto"},
+        default="auto",
+        metadata={
+            "help": "experience model: auto (what gym.make gives), oracle, local, local:distilled, endpoint"
+        },
     )
     error_rate: float = field(default=0.0, metadata={"help": "the oracle's share of corrupted transitions"})
     reward: str = field(
@@ -56,6 +61,9 @@ class Options:
     max_actions: int = field(default=32, metadata={"help": "K: candidate actions the policy chooses among"})
     eval_tasks: int = field(default=500, metadata={"help": "test tasks every agent is evaluated on"})
     seed: int = field(default=0, metadata={"help": "seed of PPO, the envs, the model and the evaluation"})
+    progress_every_s: float = field(
+        default=30.0, metadata={"help": "seconds between progress lines while training (0: none)"}
+    )
 
 
 def parse_options() -> Options:
@@ -78,6 +86,7 @@ def main(options: Options) -> dict[str, float]:
     experience_model = make_experience_model(
         options.model, domain, error_rate=options.error_rate, reward=reward, seed=options.seed
     )
+    print(f"experience model: {experience_model.describe()}")
     # the state mode and history the experiment gives this model (a trained model: the mode it learned)
     settings = synthetic_settings(Sim2RealConfig(domain=domain.name, model=options.model, reward=reward))
 
@@ -111,6 +120,13 @@ def main(options: Options) -> dict[str, float]:
     test_env = wrap_for_sb3(real_env("test"), embedder, max_actions=options.max_actions)
     test_tasks = domain.tasks("test")[: options.eval_tasks]
 
+    def monitor(agent_name: str, real_step_budget: int | None = None) -> TrainingMonitor:
+        return TrainingMonitor(
+            real_step_budget,
+            progress_every_s=options.progress_every_s or None,
+            report=lambda line: print(f"  {agent_name}: {line}"),
+        )
+
     def test(agent: MaskablePPO, name: str, started: float) -> float:
         result = evaluate_policy_on_tasks(agent, test_env, test_tasks, seed=options.seed)
         print(
@@ -127,7 +143,7 @@ def main(options: Options) -> dict[str, float]:
         * options.num_envs
     )
     agent = ppo(real)
-    agent.learn(options.real_steps, callback=TrainingMonitor())
+    agent.learn(options.real_steps, callback=monitor("PPO"))
     results["PPO (real env)"] = test(agent, f"PPO, {agent.num_timesteps:,} real steps", started)
 
     # -- 2. DreamGym-PPO: synthetic steps only ------------------------------------------------------
@@ -139,17 +155,17 @@ def main(options: Options) -> dict[str, float]:
         return wrap_for_sb3(sides[-1], embedder, max_actions=options.max_actions)
 
     agent = ppo(DummyVecEnv([sim_to_real] * options.num_envs))
-    agent.learn(options.real_steps, callback=TrainingMonitor())
+    agent.learn(options.real_steps, callback=monitor("DreamGym-PPO"))
     synthetic_steps = agent.num_timesteps
     results["DreamGym-PPO"] = test(agent, f"DreamGym-PPO, {synthetic_steps:,} synthetic steps", started)
 
     # -- 3. DreamGym-S2R-PPO: the same agent, then a tenth of the real steps -----------------------------
     for side in sides:
         side.switch("real")  # every sub-env moves to the real env at its next reset
-    monitor = TrainingMonitor(real_step_budget=options.real_steps // 10)
-    agent.learn(options.real_steps, callback=monitor, reset_num_timesteps=False)  # the budget stops it
+    s2r = monitor("DreamGym-S2R-PPO", real_step_budget=options.real_steps // 10)
+    agent.learn(options.real_steps, callback=s2r, reset_num_timesteps=False)  # the budget stops it
     results["DreamGym-S2R-PPO"] = test(
-        agent, f"DreamGym-S2R-PPO, then {monitor.real_steps:,} real steps", started
+        agent, f"DreamGym-S2R-PPO, then {s2r.real_steps:,} real steps", started
     )
     failed = sum(side.synthetic_env.unwrapped.model_failures for side in sides)  # type: ignore[attr-defined]
     print(f"synthetic steps the model could not answer (episode ended): {failed}")

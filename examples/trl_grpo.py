@@ -3,9 +3,11 @@
 Each prompt names a WebShop task; TRL repeats it ``num_generations`` times, and the rollout
 function plays each copy as a multi-turn episode (the model's actions, the env's pages in
 between, kept out of the loss). The episode's reward is the GRPO reward, normalised within the
-group of rollouts of the same task.
+group of rollouts of the same task. The experience model is the one ``gym.make`` gives: an
+endpoint where ``DREAMGYM_BASE_URL`` is set, else the pack's trained model, run offline.
 
-    python examples/trl_grpo.py                                   # a tiny random model, offline
+    python examples/trl_grpo.py                                   # a tiny random policy, offline
+    python examples/trl_grpo.py --model oracle                    # the reference env as the model (analysis)
     python examples/trl_grpo.py --policy-model /path/to/local/hf/model --steps 50
 """
 
@@ -15,12 +17,13 @@ import argparse
 import os
 import time
 from dataclasses import dataclass, field, fields
+from typing import Any
 
 import gymnasium as gym
 
 import dreamgym_env  # noqa: F401  (registers the DreamGym ids)
 from dreamgym_env.envs.registry import get_domain
-from dreamgym_env.rl.sim2real import make_experience_model
+from dreamgym_env.rl.sim2real import RewardKind, make_experience_model
 from dreamgym_env.rl.tiny_lm import tiny_llama, train_tokenizer
 from dreamgym_env.rl.trl import EnvRollout, domain_prompt, nearest_admissible
 
@@ -29,8 +32,10 @@ from dreamgym_env.rl.trl import EnvRollout, domain_prompt, nearest_admissible
 class Options:
     env_id: str = field(default="DreamGym/WebShop-v0", metadata={"help": "Gymnasium id the policy plays"})
     model: str = field(
-        default="oracle",
-        metadata={"help": "experience model of a synthetic id: oracle, endpoint, local, auto"},
+        default="auto",
+        metadata={
+            "help": "experience model of a synthetic id: auto (what gym.make gives), oracle, endpoint, local"
+        },
     )
     error_rate: float = field(default=0.0, metadata={"help": "the oracle's share of corrupted transitions"})
     reward: str = field(
@@ -67,18 +72,39 @@ def main(options: Options) -> list[dict]:
     # -- setup --------------------------------------------------------------------------------
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
+
+    class PrintEachStep(TrainerCallback):
+        """A line as each GRPO step ends: a step plays num_tasks x num_generations episodes."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.started = time.perf_counter()
+
+        def on_log(
+            self, args: Any, state: Any, control: Any, logs: dict | None = None, **kwargs: Any
+        ) -> None:
+            if logs and "reward" in logs:
+                print(
+                    f"step {state.global_step}/{state.max_steps}: mean episode reward {logs['reward']:.3f} "
+                    f"(group std {logs['reward_std']:.3f}), {time.perf_counter() - self.started:.0f} s"
+                )
 
     domain = get_domain(gym.spec(options.env_id).kwargs["domain"])  # every DreamGym id names its pack
     tasks = list(domain.tasks("train")[: options.num_tasks])
-    reward = "score" if options.reward == "score" else "outcome"
+    reward: RewardKind = "score" if options.reward == "score" else "outcome"
     env_kwargs: dict = {"max_episode_steps": options.max_turns}
+    experience_model = None
     if gym.spec(options.env_id).entry_point == "dreamgym_env.envs.synthetic:DreamEnv":
-        env_kwargs["experience_model"] = make_experience_model(
+        experience_model = make_experience_model(
             options.model, domain.name, error_rate=options.error_rate, reward=reward, seed=options.seed
         )
-    elif reward == "score":
-        env_kwargs["reward"] = "score"
+        env_kwargs["experience_model"] = experience_model  # one model, shared by every rollout's env
+        print(f"experience model: {experience_model.describe()}")
+    else:
+        print(f"experience model: none, {options.env_id} is the reference env")
+        if reward == "score":
+            env_kwargs["reward"] = "score"
     if options.policy_model:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -116,11 +142,12 @@ def main(options: Options) -> list[dict]:
     )
     trainer = GRPOTrainer(
         model=policy,
-        reward_funcs=EnvRollout.reward,
+        reward_funcs=EnvRollout.reward,  # type: ignore[arg-type]  # TRL wants list[float | None]
         args=config,
         train_dataset=rollout.dataset(),
         processing_class=tokenizer,
         rollout_func=rollout,
+        callbacks=[PrintEachStep()],
     )
 
     # -- the loop -----------------------------------------------------------------------------
@@ -129,11 +156,9 @@ def main(options: Options) -> list[dict]:
 
     # -- the result ---------------------------------------------------------------------------
     steps = [entry for entry in trainer.state.log_history if "reward" in entry]
-    for entry in steps:
-        print(
-            f"step {entry['step']}: mean episode reward {entry['reward']:.3f} (group std {entry['reward_std']:.3f})"
-        )
     print(f"{len(steps)} GRPO steps in {time.perf_counter() - started:.0f} s")
+    if experience_model is not None:
+        experience_model.close()
     return steps
 
 

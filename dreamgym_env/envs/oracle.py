@@ -82,6 +82,10 @@ class OracleExperienceModel(ExperienceModel):
     def __repr__(self) -> str:
         return f"OracleExperienceModel(domain={self.domain.name!r}, error_rate={self.error_rate})"
 
+    def describe(self) -> str:
+        """The reference env it replays and the share of answers it corrupts."""
+        return f"the oracle: the {self.domain.name} reference env, error rate {self.error_rate:g}"
+
     async def predict(self, requests: Sequence[ExperienceRequest]) -> list[Transition]:
         return [self.answer(request) for request in requests]
 

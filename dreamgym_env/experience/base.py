@@ -138,3 +138,7 @@ class ExperienceModel(BackgroundLoop, ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_id={self.model_id!r})"
+
+    def describe(self) -> str:
+        """Which model answers, in one line for people (what a script prints before it trains)."""
+        return repr(self)

@@ -216,6 +216,11 @@ class CachedExperienceModel(ExperienceModel):
         where = str(self._store.path) if self._store is not None else "off"
         return f"{type(self).__name__}({self.inner!r}, cache={where!r})"
 
+    def describe(self) -> str:
+        """The inner model's description, and the cache file where the cache is on."""
+        inner = self.inner.describe()
+        return inner if self._store is None else f"{inner}, cached in {self._store.path}"
+
     def _active(self) -> bool:
         if self._store is None:
             return False

@@ -397,6 +397,14 @@ class LocalExperienceModel(ChatExperienceModel):
             f"n_parallel={self.settings.n_parallel})"
         )
 
+    def describe(self) -> str:
+        """The trained model it serves (or its model file), where that lies, and the threads it runs on."""
+        threads = self.settings.n_threads
+        where = f"run locally on {threads} thread{'' if threads == 1 else 's'}"
+        if self.trained_model is not None:
+            return f"{self.trained_model.describe()} in {self.trained_model.directory}, {where}"
+        return f"{self.model_id} ({self.model_file}), {where}"
+
     def load(self) -> None:
         """Load the weights now (otherwise the first prediction does); a no-op once loaded."""
         with self._lock:

@@ -60,6 +60,10 @@ class OpenAIExperienceModel(ChatExperienceModel):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(base_url={self.config.display_url!r}, model={self.config.model!r})"
 
+    def describe(self) -> str:
+        """The model and the endpoints that serve it (no key, no credentials in a URL)."""
+        return f"{self.config.describe()}, an OpenAI-compatible endpoint"
+
     async def aclose(self) -> None:
         """Close the HTTP session of the running loop."""
         await self.transport.aclose()

@@ -223,9 +223,7 @@ def default_experience_model(
     else:
         from dreamgym_env.experience.local import LocalExperienceModel
 
-        named = MODEL_CHOICES.intersection(settings) or [
-            name for name in (MODEL_PATH_VARIABLE, PRESET_VARIABLE) if env.get(name, "").strip()
-        ]
+        named = MODEL_CHOICES.intersection(settings) or _model_variables_set(env)
         served = trained if trained is not None and not named else None
         model = LocalExperienceModel(**({**served.local_settings(), **settings} if served else settings))
         model.trained_model = served
@@ -242,6 +240,27 @@ def default_experience_model(
     if cache if cache is not None else cache_enabled(env):
         return CachedExperienceModel(model)
     return model
+
+
+def default_trained_model(
+    trained: TrainedModel | None, environ: Mapping[str, str] | None = None
+) -> TrainedModel | None:
+    """The trained model that :func:`default_experience_model` serves given ``trained`` and no settings.
+
+    ``trained`` where the local backend is chosen and no variable names another model; ``None``
+    where an endpoint answers or no backend is available. Builds nothing.
+    """
+    env = os.environ if environ is None else environ
+    try:
+        chosen, _ = _choose(None, {}, env)
+    except ConfigurationError:
+        return None
+    return trained if chosen == "local" and not _model_variables_set(env) else None
+
+
+def _model_variables_set(env: Mapping[str, str]) -> list[str]:
+    """The variables that name the local model (then a pack's trained model is not served)."""
+    return [name for name in (MODEL_PATH_VARIABLE, PRESET_VARIABLE) if env.get(name, "").strip()]
 
 
 def model_from_spec(

@@ -10,7 +10,8 @@ instruction" holds at every position of the list.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +25,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
 
-from dreamgym_env.errors import SpaceMismatchError
+from dreamgym_env.errors import ConfigurationError, SpaceMismatchError
 from dreamgym_env.replay.embedders import Embedder
 from dreamgym_env.types import Task
 from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS, ChoiceActions
@@ -33,6 +34,8 @@ from dreamgym_env.wrappers.embed_observation import EmbedObservation
 DEFAULT_HIDDEN = 64
 DEFAULT_PAGE_DIM = 32
 _KEYS = ("task", "state", "actions", "features", "progress")
+RECENT_EPISODES = 200
+"""Finished episodes in the success rate of a progress line."""
 
 
 def wrap_for_sb3(
@@ -196,14 +199,33 @@ class TrainingMonitor(BaseCallback):
     """Logs finished episodes and counts real steps; stops training when ``real_step_budget`` is spent.
 
     A step is real when its ``info["source"]`` is ``"real"`` (the reference env, or
-    :class:`~dreamgym_env.wrappers.SimToReal` serving from the real env).
+    :class:`~dreamgym_env.wrappers.SimToReal` serving from the real env). With
+    ``progress_every_s``, ``report`` gets a progress line (timesteps, episodes, recent success,
+    steps per second) at the first step that many seconds of ``clock`` after training started
+    or after the last line.
     """
 
-    def __init__(self, real_step_budget: int | None = None, log: EpisodeLog | None = None) -> None:
+    def __init__(
+        self,
+        real_step_budget: int | None = None,
+        log: EpisodeLog | None = None,
+        *,
+        progress_every_s: float | None = None,
+        report: Callable[[str], None] = print,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__()
+        if progress_every_s is not None and progress_every_s <= 0:
+            raise ConfigurationError(f"progress_every_s must be > 0 or None, got {progress_every_s}")
         self.real_step_budget = real_step_budget
         self.real_steps = 0
         self.log = log if log is not None else EpisodeLog()
+        self.progress_every_s, self.report, self.clock = progress_every_s, report, clock
+        self._last_line_at = 0.0
+        self._last_line_timesteps = 0
+
+    def _on_training_start(self) -> None:
+        self._last_line_at, self._last_line_timesteps = self.clock(), self.num_timesteps
 
     def _on_step(self) -> bool:
         infos: Sequence[dict[str, Any]] = self.locals.get("infos", ())
@@ -215,7 +237,31 @@ class TrainingMonitor(BaseCallback):
                 self.log.timesteps.append(self.num_timesteps)
                 self.log.won.append(bool(info.get("won", False)))
                 self.log.sources.append(str(info.get("source", "")))
+        if self.progress_every_s is not None:
+            now = self.clock()
+            if now - self._last_line_at >= self.progress_every_s:
+                self.report(self._progress_line(now - self._last_line_at))
+                self._last_line_at, self._last_line_timesteps = now, self.num_timesteps
         return self.real_step_budget is None or self.real_steps < self.real_step_budget
+
+    def _progress_line(self, seconds: float) -> str:
+        """Where training stands, with the steps per second over the last ``seconds``."""
+        recent = self.log.won[-RECENT_EPISODES:]
+        success = (
+            f"success {sum(recent) / len(recent):.1%} over the last {len(recent)}"
+            if recent
+            else "none finished yet"
+        )
+        budget = (
+            f", {self.real_steps:,} of {self.real_step_budget:,} real steps"
+            if self.real_step_budget is not None
+            else ""
+        )
+        rate = (self.num_timesteps - self._last_line_timesteps) / seconds
+        return (
+            f"{self.num_timesteps:,} steps, {len(self.log.won):,} episodes ({success}){budget}, "
+            f"{rate:.1f} steps/s"
+        )
 
 
 @dataclass(frozen=True)

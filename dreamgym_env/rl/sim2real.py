@@ -35,6 +35,7 @@ from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DEFAULT_HISTORY_LEN, DreamEnv, RewardSource, StateMode
 from dreamgym_env.errors import ConfigurationError, UnknownNameError
 from dreamgym_env.experience.base import ExperienceModel
+from dreamgym_env.experience.selection import default_trained_model
 from dreamgym_env.experience.trained import ADAPTER_SPEC, DISTILLED_DIR, TrainedModel
 from dreamgym_env.types import Task
 from dreamgym_env.wrappers.choice_actions import DEFAULT_MAX_ACTIONS
@@ -247,7 +248,8 @@ def synthetic_settings(config: Sim2RealConfig) -> SyntheticSettings:
     """The synthetic env's state mode and history length for ``config``'s domain and model.
 
     A trained model (the pack's default ``local``, ``local:adapter``, ``local:distilled``, or
-    ``local:<dir>``) gets the state mode it was trained on.
+    ``local:<dir>``, and ``auto`` where it serves the pack's default) gets the state mode it was
+    trained on.
     """
     domain = get_domain(config.domain)
     tasks = list(domain.tasks("train")[:1])
@@ -255,7 +257,9 @@ def synthetic_settings(config: Sim2RealConfig) -> SyntheticSettings:
     mode: StateMode = "structured" if domain.state_schema is not None and not listed else "text"
     kind, _, name = config.model.partition(":")
     trained = None
-    if kind == "local":
+    if kind == "auto":
+        trained = default_trained_model(pack_models(domain).default)
+    elif kind == "local":
         models = pack_models(domain)
         if name in (ADAPTER_SPEC, DISTILLED_DIR):
             trained = models.get("adapter" if name == ADAPTER_SPEC else "distilled")

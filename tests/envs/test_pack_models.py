@@ -140,7 +140,10 @@ def test_the_default_model_is_the_one_the_pack_prefers_and_both_stay_nameable(na
     assert isinstance(default, local.LocalExperienceModel) and default.trained_model is not None
     assert models.default is not None and default.trained_model.directory == models.default.directory
     if name not in ADAPTERS:
-        with pytest.raises(ConfigurationError, match=f"the {name} pack ships no adapter experience model; train one with `dreamgym experience build --domain {name} --kind adapter`"):
+        with pytest.raises(
+            ConfigurationError,
+            match=f"the {name} pack ships no adapter experience model; train one with `dreamgym experience build --domain {name} --kind adapter`",
+        ):
             experience_model_for(pack, "local:adapter")
         return
     adapter = experience_model_for(pack, "local:adapter")
@@ -179,3 +182,21 @@ def test_sim2real_gives_a_distilled_model_the_state_mode_it_learned():
             synthetic_settings(Sim2RealConfig("webshop", model=name, reward="outcome")).state_mode
             == "structured"
         )
+
+
+def test_sim2real_gives_auto_the_state_mode_of_the_model_gym_make_serves(monkeypatch):
+    from dreamgym_env.experience import selection
+    from dreamgym_env.rl.sim2real import Sim2RealConfig, synthetic_settings
+
+    for name in (
+        *selection.ENDPOINT_VARIABLES,
+        "DREAMGYM_BACKEND",
+        "DREAMGYM_LOCAL_MODEL",
+        "DREAMGYM_LOCAL_MODEL_PRESET",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(selection, "local_backend_available", lambda: True)
+    auto = Sim2RealConfig("webshop", model="auto", reward="outcome")
+    assert synthetic_settings(auto).state_mode == "structured"  # the pack's distilled model, offline
+    monkeypatch.setenv("DREAMGYM_BASE_URL", "http://127.0.0.1:9/v1")
+    assert synthetic_settings(auto).state_mode == "text"  # an endpoint: the mode WebShop pages suggest

@@ -285,3 +285,41 @@ def test_models_by_name(closing, local_installed, webshop_model, gguf):
     assert trained.settings.lora_adapter == str(webshop_model / "adapter.gguf")
     with pytest.raises(ConfigurationError, match="experience model name is local"):
         make_env(closing, experience_model="remote")
+
+
+def test_the_trained_model_the_default_serves_is_known_without_building_it(
+    monkeypatch, local_installed, webshop_model, gguf
+):
+    from dreamgym_env.experience.trained import TrainedModel
+
+    trained = TrainedModel.load(webshop_model)
+    assert selection.default_trained_model(trained) is trained
+    monkeypatch.setenv("DREAMGYM_LOCAL_MODEL", str(gguf))  # another local model: not the pack's
+    assert selection.default_trained_model(trained) is None
+    monkeypatch.delenv("DREAMGYM_LOCAL_MODEL")
+    monkeypatch.setenv("DREAMGYM_BASE_URL", "http://127.0.0.1:9/v1")  # an endpoint answers
+    assert selection.default_trained_model(trained) is None
+    monkeypatch.delenv("DREAMGYM_BASE_URL")
+    monkeypatch.setattr(selection, "local_backend_available", lambda: False)  # no backend at all
+    assert selection.default_trained_model(trained) is None
+
+
+def test_every_backend_describes_itself_in_one_line(
+    monkeypatch, tmp_path, closing, local_installed, webshop_model, gguf
+):
+    local_model = make_env(closing).experience_model
+    threads = local_model.settings.n_threads
+    assert local_model.describe() == (
+        f"the webshop pack's trained adapter on qwen-0.5b (3 steps) in {webshop_model}, "
+        f"run locally on {threads} thread{'' if threads == 1 else 's'}"
+    )
+    single = make_env(closing, experience_model=f"local:{gguf}", n_threads=1).experience_model
+    assert single.describe() == f"preset-model ({gguf}), run locally on 1 thread"
+    oracle = make_env(closing, experience_model="oracle:0.25").experience_model
+    assert oracle.describe() == "the oracle: the webshop reference env, error rate 0.25"
+    monkeypatch.setenv("DREAMGYM_BASE_URL", "http://user:secret@127.0.0.1:9/v1")
+    endpoint = choose(closing)
+    assert endpoint.describe() == "test-model@http://127.0.0.1:9/v1, an OpenAI-compatible endpoint"
+    cached = CachedExperienceModel(endpoint, tmp_path / "transitions.sqlite")
+    closing.append(cached)
+    assert cached.describe() == f"{endpoint.describe()}, cached in {tmp_path / 'transitions.sqlite'}"

@@ -12,6 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
+from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.rl.sb3 import (
     CandidatePolicy,
@@ -76,6 +77,56 @@ def test_monitor_counts_real_steps_and_stops_at_the_budget():
     monitor = TrainingMonitor(real_step_budget=50)
     model.learn(1_000, callback=monitor)
     assert monitor.real_steps == 50 and model.num_timesteps == 50
+
+
+class FakeClock:
+    """A clock the test moves by hand: progress lines are checked without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def drive(monitor: TrainingMonitor, clock: FakeClock, seconds: float, won: bool | None = None) -> None:
+    """One vector step of two sub-envs, ``seconds`` after the last; the first ends an episode unless ``won`` is None."""
+    clock.now += seconds
+    monitor.num_timesteps += 2
+    monitor.locals = {
+        "infos": [{"won": bool(won), "source": "real"}, {"source": "real"}],
+        "dones": np.array([won is not None, False]),
+    }
+    monitor._on_step()
+
+
+def test_training_monitor_reports_progress_exactly_when_due():
+    clock, lines = FakeClock(), []
+    monitor = TrainingMonitor(progress_every_s=30.0, report=lines.append, clock=clock)
+    monitor._on_training_start()
+    drive(monitor, clock, 29.9)
+    assert lines == []
+    drive(monitor, clock, 0.1, won=True)  # 30 s after training started
+    assert lines == ["4 steps, 1 episodes (success 100.0% over the last 1), 0.1 steps/s"]
+    for _ in range(29):
+        drive(monitor, clock, 1.0, won=False)
+    assert len(lines) == 1  # 29 s after the last line
+    drive(monitor, clock, 1.0)
+    assert lines[1] == "64 steps, 30 episodes (success 3.3% over the last 30), 2.0 steps/s"
+
+
+def test_training_monitor_progress_names_the_real_step_budget_and_is_off_by_default():
+    clock, lines = FakeClock(), []
+    budgeted = TrainingMonitor(real_step_budget=100, progress_every_s=5.0, report=lines.append, clock=clock)
+    budgeted._on_training_start()
+    drive(budgeted, clock, 5.0)
+    assert lines == ["2 steps, 0 episodes (none finished yet), 2 of 100 real steps, 0.4 steps/s"]
+    silent = TrainingMonitor(report=lines.append, clock=clock)
+    silent._on_training_start()
+    drive(silent, clock, 3_600.0)
+    assert len(lines) == 1
+    with pytest.raises(ConfigurationError, match="progress_every_s must be > 0"):
+        TrainingMonitor(progress_every_s=0)
 
 
 def test_episode_log_success_curve():
