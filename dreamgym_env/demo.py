@@ -89,6 +89,10 @@ class DemoStep:
     """Whether the scripted policy could not read the page and the first admissible action was taken."""
     valid: bool | None = None
     """Whether the synthetic next state is a valid state of the domain (``None``: cannot tell)."""
+    model_share: float | None = None
+    """The model's share of the next state's changed characters (``info["model_share"]``)."""
+    pack_fields: tuple[str, ...] = ()
+    """The next state's fields the pack wrote (``info["field_sources"]``)."""
 
     @property
     def similarity(self) -> float:
@@ -132,6 +136,11 @@ class DemoSummary:
     """Share of synthetic next states that are valid states of the domain (``None``: cannot tell)."""
     replay_transitions: int
     """Size of the replay buffer that grounded the model (0: no grounding)."""
+    model_share: float | None = None
+    """The model's mean share of a next state's changed characters, over the steps it answered
+    that changed the state; the pack's data and code wrote the rest (``None``: no such step)."""
+    pack_fields: tuple[str, ...] = ()
+    """The state fields the pack wrote in at least one step, in the state's order."""
     records: list[DemoStep] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,6 +241,13 @@ def _summary_table(summary: DemoSummary) -> Table:
         ("next-state similarity (mean)", f"{summary.state_similarity:.2f}"),
         ("steps compared from the same state", f"{summary.same_page_share:.0%}"),
         ("experience model", summary.model),
+        (
+            "what the model wrote (mean share of a changed state)",
+            "n/a"
+            if summary.model_share is None
+            else f"{summary.model_share:.0%}; the pack wrote "
+            + (", ".join(summary.pack_fields) if summary.pack_fields else "nothing"),
+        ),
         ("state mode", summary.state_mode),
         (
             "replay buffer (real transitions)",
@@ -566,6 +582,10 @@ def _finish(
         completion_tokens=int(usage.get("completion_tokens", 0)),
         fallback=move.fallback,
         valid=_valid(env, validator, episode.task) if info.get("action_valid", True) else None,
+        model_share=info.get("model_share"),
+        pack_fields=tuple(
+            name for name, source in (info.get("field_sources") or {}).items() if source == "pack"
+        ),
     )
     episode.steps.append(record)
     episode.over = bool(terminated or truncated)
@@ -586,6 +606,7 @@ def _summarise(
     called = [r for r in records if r.model_call]
     judged = [r for r in records if r.valid is not None]
     latencies = [r.latency_s for r in called]
+    shares = [r.model_share for r in records if r.model_share is not None]
     count = max(1, len(records))
     return DemoSummary(
         model=f"{type(getattr(model, 'inner', model)).__name__} {model.model_id}",
@@ -609,5 +630,7 @@ def _summarise(
         same_page_share=sum(r.same_page for r in records) / count,
         valid_share=(sum(bool(r.valid) for r in judged) / len(judged)) if judged else None,
         replay_transitions=replay_transitions,
+        model_share=statistics.fmean(shares) if shares else None,
+        pack_fields=tuple(dict.fromkeys(name for r in records for name in r.pack_fields)),
         records=records,
     )

@@ -64,6 +64,9 @@ def test_perfect_model_agrees_with_the_reference_everywhere():
     assert summary.model_calls == model.calls == summary.steps
     assert any(r.synthetic_done and r.reference_done for r in summary.records)  # the expert buys
     assert "episode 1 of 2" in text and "episode 2 of 2" in text and "summary" in text
+    # text mode: the model writes every line but those it copied from the shop's facts
+    assert summary.model_share is not None and 0.0 < summary.model_share <= 1.0
+    assert summary.pack_fields == () and "what the model wrote" in text
     assert "reward agreement" in text and "as the real shop does" in text
 
 
@@ -185,6 +188,9 @@ def test_structured_demo_with_a_perfect_model_shows_valid_states_and_agreement()
     assert summary.state_mode == "structured" and summary.steps >= 4
     assert summary.valid_share == summary.reward_agreement == summary.done_agreement == 1.0
     assert summary.same_page_share == 1.0 and summary.state_similarity == pytest.approx(1.0)
+    # structured WebShop: the catalogue writes a search's results and an item's facts, the model the rest
+    assert {"results", "item"} <= set(summary.pack_fields)
+    assert summary.model_share is not None and summary.model_share < 0.5
     # stacked full-width panels, the summary leads with validity and agreement
     assert "synthetic (experience model)" in text and "reference (real env)" in text
     summary_lines = text[text.index("summary") :].splitlines()
