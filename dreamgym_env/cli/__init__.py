@@ -162,10 +162,21 @@ def collect(
     seed: PolicySeedOption = 0,
     split: SplitOption = "train",
     epsilon: Annotated[float, typer.Option(help="Random-action share of the noisy policy.")] = 0.3,
+    state_mode: Annotated[
+        str,
+        typer.Option(
+            help="'text': the observations the agent saw; 'structured': the domain's abstract states "
+            "(what a structured experience model reads and writes)."
+        ),
+    ] = "text",
 ) -> None:
     """Collect offline trajectories in the reference env (docs/data-format.md)."""
     from dreamgym_env.agents.rollouts import collect as collect_trajectories
 
+    if state_mode not in ("text", "structured"):
+        raise typer.BadParameter(
+            f"must be 'text' or 'structured', got {state_mode!r}", param_hint="--state-mode"
+        )
     summary = collect_trajectories(
         domain_or_default(domain),
         policy,
@@ -174,6 +185,7 @@ def collect(
         seed=seed,
         split=split,
         epsilon=epsilon,
+        state_mode="structured" if state_mode == "structured" else "text",
     )
     print_plain(console, summary.format())
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -11,6 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from dreamgym_env.cli import app
+from dreamgym_env.replay.jsonl import read_trajectories
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import ExperienceRequest, Transition
 
@@ -57,6 +59,17 @@ def test_collect_ends_with_a_readable_summary(tmp_path):
     assert "transitions" in summary and "success 1.000" in summary and summary.endswith(f"→ {out}")
     assert "CollectSummary" not in result.output and "{" not in summary
     assert len(out.read_text().splitlines()) == 5
+
+
+def test_collect_records_abstract_states_for_a_structured_model(tmp_path):
+    out = tmp_path / "structured.jsonl"
+    result = runner.invoke(app, ["collect", "--out", str(out), "--episodes", "2", "--state-mode", "structured"])
+    assert result.exit_code == 0, result.output
+    (first, _) = read_trajectories(out)
+    assert first.metadata["state_mode"] == "structured"
+    assert json.loads(first.steps[0].next_state)["kind"] != ""  # a WebShopState's JSON, not page text
+    bad = runner.invoke(app, ["collect", "--out", str(out), "--state-mode", "json"])
+    assert bad.exit_code == 2 and "--state-mode" in bad.output
 
 
 def test_collect_into_a_file_writes_a_few_progress_lines_not_one_per_episode(tmp_path):
