@@ -51,7 +51,12 @@ def play(env_id: str, steps: int, num_envs: int) -> str:
         episodes += int((terminations | truncations).sum())
         if time.perf_counter() - shown > PROGRESS_S:
             shown = time.perf_counter()
-            print(f"{env_id}: {done} sub-env steps, {episodes} episodes, {exceptions} exceptions", flush=True)
+            failures = base.model_failures  # type: ignore[attr-defined]
+            print(
+                f"{env_id}: {done} sub-env steps, {episodes} episodes, {exceptions} exceptions, "
+                f"{failures} truncated by a model failure",
+                flush=True,
+            )
     failures = base.model_failures  # type: ignore[attr-defined]
     envs.close()
     share = failures / max(1, episodes)
