@@ -525,6 +525,8 @@ def write_report(shipped: TrainedModel, evaluation: dict[str, Any], path: Path) 
         for key, name in (("valid", "valid state"), ("kind_agreement", "state kind"),
                           ("reward_agreement", "reward agreement"), ("done_agreement", "episode-end agreement"),
                           ("similarity", "similarity"), ("exact_match", "exact next state"),
+                          ("model_share", "the model's share of what changed (its answers)"),
+                          ("true_model_share", "the model's share of what changed (true next states)"),
                           ("invalid_output", "invalid output"), ("prompt_tokens", "prompt tokens sent"),
                           ("evaluated_prompt_tokens", "prompt tokens evaluated (not from the KV cache)"),
                           ("completion_tokens", "output tokens"),
