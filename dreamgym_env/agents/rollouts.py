@@ -245,15 +245,19 @@ def collect(
     epsilon: float = 0.3,
     progress: bool = True,
     state_mode: StateMode = "text",
+    env: gym.Env | None = None,
 ) -> CollectSummary:
-    """Collect offline trajectories of a domain's reference env into a JSONL file.
+    """Collect offline trajectories of a domain's reference env (or ``env``) into a JSONL file.
 
     ``policy`` is ``expert``, ``noisy`` (expert, ``epsilon``-random) or ``random``. Episodes are
     truncated at the domain's ``max_episode_steps``. Trajectories are written as they end.
     ``state_mode="structured"`` records abstract states (for structured grounding and fidelity).
+    ``env``: another env of the domain to record, e.g. ``gym.make("DreamGym/WebShop-Real-v0")``
+    (a real server's), which the call closes when done; ``split`` is then the env's own.
     """
     pack = get_domain(domain)
-    env = pack.make_reference_env(split=split, max_steps=pack.max_episode_steps)
+    if env is None:
+        env = pack.make_reference_env(split=split, max_steps=pack.max_episode_steps)
     actor = make_policy(policy, pack, seed=seed, epsilon=epsilon)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

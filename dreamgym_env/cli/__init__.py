@@ -169,10 +169,21 @@ def collect(
             "(what a structured experience model reads and writes)."
         ),
     ] = "text",
+    env: Annotated[
+        str | None,
+        typer.Option(
+            help="A Gymnasium id to record instead of the domain's reference env, e.g. "
+            "DreamGym/WebShop-Real-v0 (a real server's); its domain is the id's."
+        ),
+    ] = None,
 ) -> None:
-    """Collect offline trajectories in the reference env (docs/data-format.md)."""
+    """Collect offline trajectories in the reference env, or any env of a domain (docs/data-format.md)."""
+    import gymnasium as gym
+
     from dreamgym_env.agents.rollouts import collect as collect_trajectories
 
+    if env is not None:  # every DreamGym id names its domain
+        domain = gym.spec(env).kwargs.get("domain") or domain
     if state_mode not in ("text", "structured"):
         raise typer.BadParameter(
             f"must be 'text' or 'structured', got {state_mode!r}", param_hint="--state-mode"
@@ -186,6 +197,7 @@ def collect(
         split=split,
         epsilon=epsilon,
         state_mode="structured" if state_mode == "structured" else "text",
+        env=gym.make(env) if env is not None else None,
     )
     print_plain(console, summary.format())
 

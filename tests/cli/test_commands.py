@@ -63,13 +63,36 @@ def test_collect_ends_with_a_readable_summary(tmp_path):
 
 def test_collect_records_abstract_states_for_a_structured_model(tmp_path):
     out = tmp_path / "structured.jsonl"
-    result = runner.invoke(app, ["collect", "--out", str(out), "--episodes", "2", "--state-mode", "structured"])
+    result = runner.invoke(
+        app, ["collect", "--out", str(out), "--episodes", "2", "--state-mode", "structured"]
+    )
     assert result.exit_code == 0, result.output
     (first, _) = read_trajectories(out)
     assert first.metadata["state_mode"] == "structured"
     assert json.loads(first.steps[0].next_state)["kind"] != ""  # a WebShopState's JSON, not page text
     bad = runner.invoke(app, ["collect", "--out", str(out), "--state-mode", "json"])
     assert bad.exit_code == 2 and "--state-mode" in bad.output
+
+
+def test_collect_records_any_env_of_a_domain_by_its_id(tmp_path):
+    out = tmp_path / "alfworld.jsonl"
+    result = runner.invoke(
+        app,
+        [
+            "collect",
+            "--env",
+            "DreamGym/ALFWorld-Ref-v0",
+            "--policy",
+            "random",
+            "--episodes",
+            "2",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "random episodes of alfworld" in result.stdout  # the id's domain, not the default one
+    assert {t.task.domain for t in read_trajectories(out)} == {"alfworld"}
 
 
 def test_collect_into_a_file_writes_a_few_progress_lines_not_one_per_episode(tmp_path):
