@@ -425,8 +425,8 @@ def _artefact(trained: TrainedModel) -> tuple[str, str | None]:
 
 def _summary(report: dict[str, Any]) -> dict[str, Any]:
     keys = ("n", "valid", "kind_agreement", "reward_agreement", "done_agreement", "similarity",
-            "exact_match", "always_zero_reward", "always_zero_done", "invalid_output",
-            "prompt_tokens", "evaluated_prompt_tokens", "completion_tokens", "latency_s")  # fmt: skip
+            "exact_match", "always_zero_reward", "always_zero_done", "model_share", "true_model_share",
+            "invalid_output", "prompt_tokens", "evaluated_prompt_tokens", "completion_tokens", "latency_s")  # fmt: skip
     return {key: report.get(key) for key in keys}
 
 

@@ -61,7 +61,7 @@ def test_without_the_pack_the_model_writes_every_change(webshop_episodes):
 
 
 def test_what_the_domain_settles_counts_as_the_pack_s():
-    """A model that slips on every take: ALFWorld's settling writes the take, so the pack's share grows."""
+    """A model that slips on every take: ALFWorld's settling writes the take, as it writes a true take's."""
     domain = get_domain("alfworld")
     env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
     trajectories = collect_trajectories(
@@ -83,10 +83,10 @@ def test_what_the_domain_settles_counts_as_the_pack_s():
     scores = score_transitions(ScriptedExperienceModel(slips_on_takes), references)
     takes = [s for s in scores if s.action_type == "take"]
     assert takes and all(s.exact for s in scores)  # settled, every answer is right
-    assert all(s.content["pack"] > s.true_content["pack"] for s in takes)
+    # what the rule writes is the pack's whether the model slipped or not
+    assert all(s.content == s.true_content and s.content["pack"] > 0 for s in takes)
     report = summarize(scores)
-    assert report.model_share < report.true_model_share
-    assert report.supplied_share["pack"] > report.true_supplied_share["pack"]
+    assert report.model_share == report.true_model_share < 1.0
     unsettled = reference_transitions(trajectories, domain, supply="none")
     assert not any(r.supplied.settles for r in unsettled)
     raw = summarize(score_transitions(ScriptedExperienceModel(slips_on_takes), unsettled))

@@ -193,7 +193,7 @@ def test_the_manifest_and_report_name_the_file_its_counts_and_the_rebuild(built,
     assert report.startswith("# The webshop experience model trained from recorded trajectories (distilled)")
     assert "Supply `none`" in report and "No rollout consistency" in report
     # with nothing supplied but the structural rules, the model writes all that changes
-    assert "| the model's share of what changed (true next states) | - | 1.00 |" in report
+    assert "| the model's share of what changed (true next states) | 1.00 | 1.00 |" in report
     assert f"Rebuild: `{shipped.rebuild_command}`" in report
 
 
