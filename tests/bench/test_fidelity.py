@@ -34,17 +34,6 @@ def references():
     return reference_transitions(trajectories, "webshop")
 
 
-@pytest.fixture(scope="module")
-def alfworld_expert():
-    """ALFWorld's domain, the structured reference transitions of 4 expert episodes, and each one's truth by request."""
-    domain = get_domain("alfworld")
-    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
-    trajectories = collect_trajectories(
-        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
-    )
-    references = reference_transitions(trajectories, domain)
-    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
-    return domain, references, truths
 
 
 def measure(references, **kwargs) -> FidelityReport:

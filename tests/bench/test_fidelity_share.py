@@ -60,15 +60,10 @@ def test_without_the_pack_the_model_writes_every_change(webshop_episodes):
     assert "supplied pack" in str(shares["pack"]) and "true_model_share" in str(shares["pack"])
 
 
-def test_what_the_domain_settles_counts_as_the_pack_s():
+def test_what_the_domain_settles_counts_as_the_pack_s(alfworld_expert, alfworld_expert_episodes):
     """A model that slips on every take: ALFWorld's settling writes the take, as it writes a true take's."""
-    domain = get_domain("alfworld")
-    env = domain.make_reference_env(split="test", max_steps=domain.max_episode_steps)
-    trajectories = collect_trajectories(
-        env, make_policy("expert", domain), 4, progress=False, state_mode="structured"
-    )
-    references = reference_transitions(trajectories, domain)
-    truths = {(r.request.task.id, r.request.state, r.request.action): r.truth for r in references}
+    domain, references, truths = alfworld_expert
+    trajectories = alfworld_expert_episodes
 
     def slips_on_takes(request):
         truth = truths[(request.task.id, request.state, request.action)]
