@@ -398,8 +398,6 @@ class DreamEnv(gym.Env[str, str]):
         supplied = self.domain.supplied_fields(
             self.task, self.state, parsed, abstract=abstract, supply=self.supply
         )
-        if not structured:  # a text state: only the world lines reach the model
-            supplied = SuppliedFields(world=supplied.world)
         request = ExperienceRequest(
             prompt=self.domain.prompt,
             state_schema=self.domain.state_json_schema if structured else None,
