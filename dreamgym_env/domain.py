@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTION_SLOT",
+    "FIELD_SOURCES",
     "GENERIC_STOPWORDS",
     "ActionError",
     "Domain",
@@ -43,6 +44,7 @@ __all__ = [
     "ObservationFeatures",
     "ParsedAction",
     "Policy",
+    "RecordedLookup",
     "ReferenceEnv",
     "RewardMode",
     "Split",
@@ -60,17 +62,23 @@ RewardMode = Literal["outcome", "score"]
 ``"score"``: the domain's shaped score in [0, 1] (``info["score"]``), where it has one."""
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 """What a text env's ``step`` returns: observation, reward, terminated, truncated, info."""
-Supply = Literal["pack", "none"]
+Supply = Literal["pack", "replay", "none"]
 """What may fix next-state fields before the experience model answers (a synthetic env's ``supply``).
 
 ``"pack"`` (the grounded default): the domain's structural rules and its world data and code
 (catalogue and search engine, sites, household, scoring and the verdict lines it prints);
+``"replay"``: the structural rules, and the next state of a recorded real transition of the
+same state and action where the replay buffer holds one (the pack's world is not read);
 ``"none"``: the structural rules only (the fields an action cannot change), and the model writes
 everything else, as for a domain known only from recorded trajectories."""
-SUPPLIES: tuple[Supply, ...] = ("pack", "none")
-FieldSource = Literal["model", "carried", "pack"]
+SUPPLIES: tuple[Supply, ...] = ("pack", "replay", "none")
+FieldSource = Literal["model", "carried", "pack", "replay"]
 """Who wrote a next-state field: the experience ``model``, a structural rule that ``carried`` it
-from the state, or the ``pack``'s world data and code."""
+from the state, the ``pack``'s world data and code, or a recorded real transition (``replay``)."""
+FIELD_SOURCES: tuple[FieldSource, ...] = ("model", "carried", "pack", "replay")
+RecordedLookup = Callable[[Task, str, str], str | None]
+"""Returns the next state of a recorded real transition of ``(task, state, action)``, or ``None``
+where none is stored: what ``supply="replay"`` fills in (a replay buffer's lookup)."""
 
 
 def changed_content(
@@ -81,7 +89,7 @@ def changed_content(
     A field counts its JSON's length when it changed; an object field (ALFWorld's ``seen``)
     counts only its new or changed entries, as the model writes only those of an updated field.
     """
-    out: dict[FieldSource, int] = {"model": 0, "carried": 0, "pack": 0}
+    out: dict[FieldSource, int] = dict.fromkeys(FIELD_SOURCES, 0)
     for name, value in next_state.items():
         old = state.get(name)
         if old == value:
@@ -101,7 +109,7 @@ def changed_text_content(state: str, next_state: str, world: Sequence[str]) -> d
     copied a fact it was shown); every other new line is the model's.
     """
     old, facts = set(state.splitlines()), {line.strip() for line in world}
-    out: dict[FieldSource, int] = {"model": 0, "carried": 0, "pack": 0}
+    out: dict[FieldSource, int] = dict.fromkeys(FIELD_SOURCES, 0)
     for line in next_state.splitlines():
         if line not in old:
             out["pack" if line.strip() in facts else "model"] += len(line) + 1
@@ -128,7 +136,8 @@ class SuppliedFields:
     model to read (a verdict line the pack's scoring code printed counts here); ``settle``, a
     function that writes into the model's answered next state what its verdict implies
     (ALFWorld's message and inventory after a ``take`` that works), ``None`` where the answer
-    stands as written.
+    stands as written. Source ``replay`` (``supply="replay"``): ``replayed``, the next-state
+    fields of a recorded real transition of the same state and action, with their values.
     """
 
     carried: tuple[str, ...] = ()
@@ -139,6 +148,7 @@ class SuppliedFields:
     settled_fields: tuple[str, ...] = ()
     """The fields :attr:`settle` writes when it applies (when it returns a new state): the pack's,
     whether or not the model had written the same values."""
+    replayed: dict[str, Any] = field(default_factory=dict)
 
     @property
     def settles(self) -> bool:
@@ -161,6 +171,8 @@ class SuppliedFields:
         return {
             name: "carried"
             if name in self.carried
+            else "replay"
+            if name in self.replayed
             else "pack"
             if name in self.given or name in written or before.get(name) != value
             else "model"
@@ -171,8 +183,9 @@ class SuppliedFields:
         """The :class:`~dreamgym_env.types.ExperienceRequest` fields that carry these."""
         return {
             "carried_fields": list(self.carried),
-            "updated_fields": list(self.updated),
-            "given_fields": dict(self.given),
+            # a replayed field is given whole: the model writes none of its entries
+            "updated_fields": [name for name in self.updated if name not in self.replayed],
+            "given_fields": {**self.given, **self.replayed},
             "world": list(self.world),
         }
 
@@ -460,16 +473,22 @@ class Domain(ABC):
         *,
         abstract: BaseModel | None = None,
         supply: Supply = "pack",
+        recorded: str | None = None,
     ) -> SuppliedFields:
         """The next-state fields fixed before the model answers the valid ``action`` on ``state``, by source.
 
         The one place generic code asks what the environment supplies: the synthetic env, the
         training data and fidelity build their requests and settle the model's answers from it,
         and ``info["field_sources"]`` reports it. It asks :meth:`supplies` and keeps what
-        ``supply`` allows: with ``"none"`` (or without ``task``) only the structural rules, and
-        the pack's world is not read. ``state`` is the request's state (JSON in structured mode,
-        else text), ``abstract`` its parsed state where the caller has it; a state that does not
-        parse as one of this domain's gets the world lines only.
+        ``supply`` allows: with ``"none"`` or ``"replay"`` (or without ``task``) only the
+        structural rules, and the pack's world is not read. ``state`` is the request's state
+        (JSON in structured mode, else text), ``abstract`` its parsed state where the caller has
+        it; a state that does not parse as one of this domain's gets the world lines only.
+
+        ``recorded`` (with ``supply="replay"``): the next state (JSON) of a recorded real
+        transition of the same state and action, which the caller found in its replay buffer;
+        its fields other than the carried ones become :attr:`SuppliedFields.replayed`. A text
+        state, or a recorded state that is not one of this domain's, replays nothing.
         """
         if supply not in SUPPLIES:
             raise ConfigurationError(f"supply must be one of {', '.join(SUPPLIES)}, got {supply!r}")
@@ -481,8 +500,18 @@ class Domain(ABC):
         world_readable = supply == "pack" and task is not None
         supplied = self.supplies(task if world_readable else None, state, abstract, action)
         if abstract is None:  # a text state: only lines reach the model
-            supplied = SuppliedFields(world=supplied.world)
-        return supplied if world_readable else SuppliedFields(supplied.carried, supplied.updated)
+            return SuppliedFields(world=supplied.world) if world_readable else SuppliedFields()
+        if world_readable:
+            return supplied
+        structural = SuppliedFields(supplied.carried, supplied.updated)
+        if supply != "replay" or recorded is None:
+            return structural
+        try:
+            fields = self.parse_state(recorded).model_dump(mode="json")
+        except ValueError:
+            return structural
+        replayed = {name: value for name, value in fields.items() if name not in structural.carried}
+        return SuppliedFields(structural.carried, structural.updated, replayed=replayed)
 
     def answer_fields(
         self, state: str, action: str, task: Task | None = None, *, supply: Supply = "pack"

@@ -31,9 +31,11 @@ from pydantic import BaseModel
 from rapidfuzz.fuzz import ratio
 
 from dreamgym_env.domain import (
+    FIELD_SOURCES,
     ActionError,
     Domain,
     FieldSource,
+    RecordedLookup,
     SuppliedFields,
     Supply,
     changed_content,
@@ -51,7 +53,7 @@ DEFAULT_HISTORY_LEN = 4
 """As the synthetic env's default: the model sees this many past steps."""
 DEFAULT_REWARD_TOLERANCE = 0.1
 StateMode = Literal["text", "structured"]
-SUPPLYING_SOURCES: tuple[FieldSource, ...] = ("carried", "pack")
+SUPPLYING_SOURCES: tuple[FieldSource, ...] = tuple(source for source in FIELD_SOURCES if source != "model")
 """The sources of next-state content besides the model, as :class:`FidelityReport` shares them."""
 
 
@@ -92,7 +94,7 @@ class FidelityReport:
     ``model_share`` (structured mode; ``None`` where nothing changed or nothing was compared): of
     the characters that differ between a state and the model's next state (settled by the domain
     where the request let it), the share the model wrote, summed over the answered transitions;
-    ``supplied_share`` the share of each other source (``carried``, ``pack``).
+    ``supplied_share`` the share of each other source (``carried``, ``pack``, ``replay``).
     ``true_model_share`` / ``true_supplied_share``: the same of the true next states, the
     request's carried and given fields counted as supplied: how much of a real next state the
     model has to write.
@@ -154,6 +156,7 @@ def reference_transitions(
     history_len: int = DEFAULT_HISTORY_LEN,
     include_invalid: bool = False,
     supply: Supply = "pack",
+    recorded: RecordedLookup | None = None,
 ) -> list[ReferenceTransition]:
     """One reference transition per recorded step.
 
@@ -161,7 +164,8 @@ def reference_transitions(
     asks the model. ``history`` holds the ``history_len`` steps before, as the env sends it;
     each request carries ``domain``'s prompt, as the synthetic env's do, and what ``supply``
     lets the domain fix (:meth:`~dreamgym_env.domain.Domain.supplied_fields`): ``"none"`` reads
-    nothing of the pack's world, only its grammar, prompt and state schema. Trajectories recorded
+    nothing of the pack's world, only its grammar, prompt and state schema; ``"replay"`` adds
+    the next state ``recorded`` finds for the step (a replay buffer's lookup). Trajectories recorded
     with ``state_mode="structured"`` (their states are abstract states) give structured requests.
     """
     if history_len < 0:
@@ -175,7 +179,7 @@ def reference_transitions(
         past: list[Step] = []
         for step in trajectory.steps:
             if step.action_valid or include_invalid:
-                supplied = _supplied(pack, trajectory.task, step, structured, supply)
+                supplied = _supplied(pack, trajectory.task, step, structured, supply, recorded)
                 request = ExperienceRequest(
                     prompt=pack.prompt,
                     state_schema=pack.state_json_schema if structured else None,
@@ -191,12 +195,15 @@ def reference_transitions(
     return out
 
 
-def _supplied(pack: Domain, task: Task, step: Step, structured: bool, supply: Supply) -> SuppliedFields:
+def _supplied(
+    pack: Domain, task: Task, step: Step, structured: bool, supply: Supply, recorded: RecordedLookup | None
+) -> SuppliedFields:
     """What the synthetic env fixes before asking for ``step``: nothing for an invalid action, only world lines for a text state."""
     parsed = pack.parse_action(step.action) if step.action_valid else None
     if parsed is None or isinstance(parsed, ActionError):
         return SuppliedFields()
-    supplied = pack.supplied_fields(task, step.state, parsed, supply=supply)
+    found = recorded(task, step.state, parsed.text) if supply == "replay" and recorded is not None else None
+    supplied = pack.supplied_fields(task, step.state, parsed, supply=supply, recorded=found)
     return supplied if structured else SuppliedFields(world=supplied.world)
 
 
@@ -460,7 +467,7 @@ def _mean(values: Sequence[float], n: int | None = None) -> float:
 
 def _shares(contents: Iterable[dict[FieldSource, int] | None]) -> tuple[float | None, dict[str, float]]:
     """The model's share of the changed characters summed over ``contents``, and each supplying source's."""
-    totals: dict[FieldSource, int] = {"model": 0, "carried": 0, "pack": 0}
+    totals: dict[FieldSource, int] = dict.fromkeys(FIELD_SOURCES, 0)
     for content in contents:
         for source, size in (content or {}).items():
             totals[source] += size

@@ -30,12 +30,12 @@ from dreamgym_env.bench.fidelity import (
     StateMode,
     reference_transitions,
 )
-from dreamgym_env.domain import Domain, SuppliedFields, Supply
+from dreamgym_env.domain import Domain, RecordedLookup, SuppliedFields, Supply
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
 from dreamgym_env.replay.grounding import ReplayGrounder
-from dreamgym_env.types import ExperienceRequest, Step, Trajectory
+from dreamgym_env.types import ExperienceRequest, Step, Task, Trajectory
 
 __all__ = [
     "GROUNDING_EPISODES",
@@ -49,6 +49,7 @@ __all__ = [
     "recorded_samples",
     "rendered",
     "replay_grounder",
+    "replay_lookup",
     "sample_transitions",
     "text_request",
 ]
@@ -116,13 +117,15 @@ def sample_transitions(
     history_len: int = DEFAULT_HISTORY_LEN,
     progress: bool = False,
     supply: Supply = "pack",
+    recorded: RecordedLookup | None = None,
 ) -> list[Sample]:
     """``n`` structured reference transitions from test-split episodes of the three :data:`POLICIES`.
 
     Each policy plays ``max(4, n // 3)`` episodes (seeded by ``seed``) and gives its share of
     ``n`` valid steps, drawn without replacement and kept in episode order; a policy with fewer
     valid steps gives them all. Requests carry ``history_len`` past steps and what ``supply``
-    lets the domain fix (:func:`~dreamgym_env.bench.fidelity.reference_transitions`).
+    lets the domain fix, with ``"replay"`` what ``recorded`` finds
+    (:func:`~dreamgym_env.bench.fidelity.reference_transitions`).
     """
     pack = get_domain(domain)
     if n < 1:
@@ -146,7 +149,9 @@ def sample_transitions(
                 progress=progress,
                 state_mode="structured",
             )
-            pool = reference_transitions(episodes, pack, history_len=history_len, supply=supply)
+            pool = reference_transitions(
+                episodes, pack, history_len=history_len, supply=supply, recorded=recorded
+            )
             where = [(e, i) for e, t in enumerate(episodes) for i, s in enumerate(t.steps) if s.action_valid]
             share = n // len(POLICIES) + (1 if index < n % len(POLICIES) else 0)
             picks = rng.choice(len(pool), size=min(share, len(pool)), replace=False)
@@ -164,6 +169,7 @@ def recorded_samples(
     seed: int = 0,
     history_len: int = DEFAULT_HISTORY_LEN,
     supply: Supply = "none",
+    recorded: RecordedLookup | None = None,
 ) -> list[Sample]:
     """Reference transitions of recorded trajectories, in their own state mode: no reference env is made.
 
@@ -177,7 +183,9 @@ def recorded_samples(
         raise ConfigurationError(f"n must be >= 1, got {n}")
     pool: list[Sample] = []
     for index, trajectory in enumerate(trajectories):
-        references = reference_transitions([trajectory], pack, history_len=history_len, supply=supply)
+        references = reference_transitions(
+            [trajectory], pack, history_len=history_len, supply=supply, recorded=recorded
+        )
         steps = [i for i, step in enumerate(trajectory.steps) if step.action_valid]
         policy = trajectory.policy or "recorded"
         pool += [Sample(r, policy, index, i) for r, i in zip(references, steps, strict=True)]
@@ -247,6 +255,18 @@ def replay_grounder(
         next_state_chars=TEXT_DEMO_CHARS,
         action_arguments=domain.action_arguments,
     )
+
+
+def replay_lookup(buffer: ExperienceReplayBuffer) -> RecordedLookup:
+    """``supply="replay"``'s lookup in ``buffer``: the next state of a real transition stored for exactly a step's state and action."""
+    grounder = ReplayGrounder(buffer, k=GROUNDING_K, write_back=False)
+
+    def lookup(task: Task, state: str, action: str) -> str | None:
+        found = grounder.recorded_next_state(task, state, action)
+        grounder.clear_prefetched()  # no demonstrations follow: keep nothing
+        return found
+
+    return lookup
 
 
 def mode_transitions(

@@ -28,7 +28,7 @@ from dreamgym_env.errors import ConfigurationError
 if TYPE_CHECKING:
     from dreamgym_env.bench.fidelity import StateMode
     from dreamgym_env.bench.fidelity_runs import FidelityResults, Grounding
-    from dreamgym_env.domain import Domain
+    from dreamgym_env.domain import Domain, RecordedLookup
     from dreamgym_env.experience.base import ExperienceModel
 
 DEFAULT_SAMPLED = 100
@@ -101,7 +101,17 @@ def fidelity_command(
         str | None,
         typer.Option(
             help="What fixes next-state fields before the model answers: 'pack' (the domain's world "
-            "data and code) or 'none' (the structural rules only). Default: pack; none with --trajectories."
+            "data and code), 'replay' (the structural rules and the next state of a recorded real "
+            "transition of the same state and action, from --replay-from) or 'none' (the structural "
+            "rules only). Default: pack; none with --trajectories."
+        ),
+    ] = None,
+    replay_from: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --supply replay: the recorded episodes (offline JSONL) whose transitions are "
+            "looked up. Default: the expert episodes of the train split that --grounding replay "
+            "retrieves from, played in the reference env (required with --trajectories)."
         ),
     ] = None,
     modes: Annotated[
@@ -165,6 +175,12 @@ def fidelity_command(
     from dreamgym_env.replay.jsonl import read_trajectories
 
     chosen_supply = _supply(supply, recorded=trajectories is not None)
+    if replay_from is not None and chosen_supply != "replay":
+        raise ConfigurationError("--replay-from is the recorded episodes of --supply replay: pass both")
+    if chosen_supply == "replay" and trajectories is not None and replay_from is None:
+        raise ConfigurationError(
+            "--supply replay with --trajectories needs --replay-from: the recorded episodes it looks transitions up in"
+        )
     model_kind(model)  # a misspelt kind is refused naming the known ones
     consistency: list[ConsistencyReport] = []
     if trajectories is not None:
@@ -190,7 +206,13 @@ def fidelity_command(
         pack = get_domain(domain or recorded[0].task.domain)
         with _opened(pack, model, seed, history_len) as (experience_model, history_len):
             samples = recorded_samples(
-                recorded, pack, n, seed=seed, history_len=history_len, supply=chosen_supply
+                recorded,
+                pack,
+                n,
+                seed=seed,
+                history_len=history_len,
+                supply=chosen_supply,
+                recorded=_replay_lookup(pack, chosen_supply, replay_from, seed),
             )
             with progress_bar(len(samples), "fidelity", unit="tr") as bar:
                 rows = [
@@ -209,7 +231,12 @@ def fidelity_command(
         )
         with _opened(pack, model, seed, history_len) as (experience_model, history_len):
             samples = sample_transitions(
-                pack, n or DEFAULT_SAMPLED, seed=seed, history_len=history_len, supply=chosen_supply
+                pack,
+                n or DEFAULT_SAMPLED,
+                seed=seed,
+                history_len=history_len,
+                supply=chosen_supply,
+                recorded=_replay_lookup(pack, chosen_supply, replay_from, seed),
             )
             with progress_bar(
                 len(samples) * len(chosen_modes) * len(groundings), "fidelity", unit="tr"
@@ -272,6 +299,23 @@ def _opened(
             typer.echo("loading the model's weights ...", err=True)
             load()
         yield experience_model, history_len
+
+
+def _replay_lookup(
+    pack: Domain, supply: Supply, replay_from: Path | None, seed: int
+) -> RecordedLookup | None:
+    """``--supply replay``'s lookup: in ``--replay-from``'s episodes, else in expert episodes of the train split."""
+    if supply != "replay":
+        return None
+    from dreamgym_env.bench.sampling import GROUNDING_EPISODES, grounding_buffer, replay_lookup
+    from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+
+    if replay_from is None:
+        return replay_lookup(grounding_buffer(pack, GROUNDING_EPISODES, "structured", seed))
+    buffer = ExperienceReplayBuffer(None)
+    if not buffer.load_jsonl(replay_from, source="offline"):
+        raise ConfigurationError(f"{replay_from} holds no trajectory to look transitions up in")
+    return replay_lookup(buffer)
 
 
 def _supply(text: str | None, *, recorded: bool) -> Supply:

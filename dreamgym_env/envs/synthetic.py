@@ -19,6 +19,7 @@ from dreamgym_env.domain import (
     Domain,
     FieldSource,
     ParsedAction,
+    RecordedLookup,
     RewardMode,
     StepResult,
     SuppliedFields,
@@ -168,7 +169,7 @@ class DreamEnv(gym.Env[str, str]):
     | ``reward_mode`` | ``"model"`` | ``"rubric"``: the domain's score of the predicted state where it has one |
     | ``rubric`` | ``"outcome"`` | what the rubric pays, as the reference env's ``reward``: ``"outcome"`` (1 for a win) or ``"score"`` (e.g. WebShop's purchase score) |
     | ``on_model_error`` | ``"truncate"`` | a step the model cannot answer ends the episode truncated; ``"raise"``: raises the typed error |
-    | ``supply`` | ``"pack"`` | what fixes next-state fields before the model answers: ``"pack"`` the domain's rules, world data and scoring code; ``"none"`` its structural rules only (the model writes the rest) |
+    | ``supply`` | ``"pack"`` | what fixes next-state fields before the model answers: ``"pack"`` the domain's rules, world data and scoring code; ``"replay"`` its structural rules and the next state of a recorded real transition of the same state and action, where the env's replay grounding (``ReplayGrounding``) holds one; ``"none"`` its structural rules only (the model writes the rest) |
 
     ## Version History
     * v0: first release.
@@ -212,6 +213,10 @@ class DreamEnv(gym.Env[str, str]):
             raise ConfigurationError(
                 f"domain {self.domain.name!r} has no state schema: use state_mode='text'"
             )
+        if supply == "replay" and state_mode != "structured":
+            raise ConfigurationError(
+                "supply='replay' fills next-state fields from recorded states: it needs state_mode='structured'"
+            )
         if reward_mode == "rubric" and state_mode != "structured":
             raise ConfigurationError(
                 "reward_mode='rubric' scores abstract states: it needs state_mode='structured'"
@@ -240,6 +245,7 @@ class DreamEnv(gym.Env[str, str]):
         self.observation_space = UnicodeText(max_text_length)
         self.action_space = UnicodeText(max_text_length)
         self.context_providers: list[ContextProvider] = []
+        self.recorded_lookups: list[RecordedLookup] = []
         self.step_listeners: list[StepListener] = []
         self.task: Task | None = None
         self.state = ""
@@ -265,6 +271,11 @@ class DreamEnv(gym.Env[str, str]):
         """
         self.context_providers.append(provider)
         return lambda: _remove(self.context_providers, provider)
+
+    def add_recorded_lookup(self, lookup: RecordedLookup) -> RemoveHook:
+        """Find recorded next states for ``supply="replay"``; returns the function that removes the lookup."""
+        self.recorded_lookups.append(lookup)
+        return lambda: _remove(self.recorded_lookups, lookup)
 
     def add_step_listener(self, listener: StepListener) -> RemoveHook:
         """Be called with every finished step; returns the function that removes the listener."""
@@ -301,6 +312,11 @@ class DreamEnv(gym.Env[str, str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
+        if self.supply == "replay" and not self.recorded_lookups:
+            raise ConfigurationError(
+                "supply='replay' takes next-state fields from recorded transitions: wrap the env in "
+                "ReplayGrounding(env, buffer) with a buffer of real episodes"
+            )
         self.task = self.resolve_task(reset_task(options, type(self).__name__))
         if self.state_mode == "structured":
             self._set_state(self.domain.initial_abstract_state(self.task).model_dump_json())
@@ -396,7 +412,12 @@ class DreamEnv(gym.Env[str, str]):
         structured = self.state_mode == "structured"
         abstract = self._abstract_state() if structured else None
         supplied = self.domain.supplied_fields(
-            self.task, self.state, parsed, abstract=abstract, supply=self.supply
+            self.task,
+            self.state,
+            parsed,
+            abstract=abstract,
+            supply=self.supply,
+            recorded=self._recorded(parsed),
         )
         request = ExperienceRequest(
             prompt=self.domain.prompt,
@@ -411,6 +432,13 @@ class DreamEnv(gym.Env[str, str]):
         if demonstrations:
             request = request.model_copy(update={"demonstrations": demonstrations})
         return PendingStep(action=parsed, request=request, supplied=supplied)
+
+    def _recorded(self, action: ParsedAction) -> str | None:
+        """With ``supply="replay"``: the next state of a recorded real transition of this state and action, if one is stored."""
+        if self.supply != "replay" or self.task is None:
+            return None
+        found = (lookup(self.task, self.state, action.text) for lookup in self.recorded_lookups)
+        return next((state for state in found if state is not None), None)
 
     def _unfilled_template(self, action: ParsedAction) -> ActionError | None:
         """An admissible action taken as listed, its free slot (``search[<query>]``) unfilled."""

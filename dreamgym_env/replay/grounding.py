@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 
 from dreamgym_env.errors import ConfigurationError
 from dreamgym_env.replay.buffer import ExperienceReplayBuffer
-from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES
+from dreamgym_env.replay.records import GROUNDING_SOURCES, SOURCES, ReplayRecord
 from dreamgym_env.types import Demonstration, ExperienceRequest, Source, Step, Task
 
 DEFAULT_K = 4
@@ -221,32 +221,51 @@ class ReplayGrounder:
         """Requests answered with demonstrations so far."""
         self.written = 0
         """Steps handed to the buffer so far (repeats included)."""
-        self._prefetched: dict[tuple[str, str, str], list[Demonstration]] = {}
+        self.replayed = 0
+        """Next states taken whole from a recorded real transition (``supply="replay"``) so far."""
+        self._prefetched: dict[tuple[str, str, str], list[ReplayRecord]] = {}
 
     # -- retrieval ----------------------------------------------------------------------------
+    def _hits(self, domain: str, state: str, action: str) -> list[ReplayRecord]:
+        """The stored transitions nearest ``(state, action)``, kept for the request's :meth:`demonstrations`."""
+        key = (domain, state, action)
+        found = self._prefetched.get(key)
+        if found is None:
+            hits = self.buffer.search(state, action, max(self.k, 1), domain=domain, sources=self.sources)
+            found = self._prefetched[key] = [hit.record for hit in hits]
+        return found
+
     def demonstrations(self, request: ExperienceRequest) -> list[Demonstration]:
         """The k demonstrations for a request (a context provider of a synthetic env)."""
-        if self.k == 0:
-            return []
         key = (request.task.domain, request.state, request.action)
-        found = self._prefetched.pop(key, None)
-        if found is None:
-            hits = self.buffer.search(
-                request.state, request.action, self.k, domain=request.task.domain, sources=self.sources
-            )
-            found = [self._compact(hit.record.to_demonstration()) for hit in hits]
+        if self.k == 0:
+            self._prefetched.pop(key, None)
+            return []
+        found = self._hits(*key)[: self.k]
+        del self._prefetched[key]
         self.retrievals += 1
-        return found
+        return [self._compact(record.to_demonstration()) for record in found]
+
+    def recorded_next_state(self, task: Task, state: str, action: str) -> str | None:
+        """The next state of a real transition stored for exactly ``(state, action)``, else ``None`` (a recorded lookup of a synthetic env).
+
+        Only real sources (``offline``, ``real``) count, whatever the grounder's ``sources``:
+        a synthetic transition is the model's own guess, not a recording.
+        """
+        for record in self._hits(task.domain, state, action):
+            if record.state == state and record.action == action and record.source in GROUNDING_SOURCES:
+                self.replayed += 1
+                return record.next_state
+        return None
 
     def prefetch(self, domain: str, pairs: Sequence[tuple[str, str]]) -> None:
         """Retrieve for many ``(state, action)`` keys in one batch; later requests use the results."""
         if self.k == 0 or not pairs:
             return
         unique = list(dict.fromkeys(pairs))
-        results = self.buffer.search_many(unique, self.k, domain=domain, sources=self.sources)
+        results = self.buffer.search_many(unique, max(self.k, 1), domain=domain, sources=self.sources)
         for (state, action), hits in zip(unique, results, strict=True):
-            demos = [self._compact(hit.record.to_demonstration()) for hit in hits]
-            self._prefetched[(domain, state, action)] = demos
+            self._prefetched[(domain, state, action)] = [hit.record for hit in hits]
 
     def clear_prefetched(self) -> None:
         """Forget prefetched results that no request used (e.g. sub-envs that were resetting)."""

@@ -84,6 +84,7 @@ class _Hooks:
             return
         for env in self.dream_envs:
             self.removers.append(env.add_context_provider(self.grounder.demonstrations))
+            self.removers.append(env.add_recorded_lookup(self.grounder.recorded_next_state))
             self.removers.append(env.add_step_listener(self.grounder.record_synthetic()))
         self.active = True
 
@@ -139,7 +140,9 @@ class ReplayGrounding(gym.Wrapper[str, str, str, str]):
     prompt. After each step the transition is written back: steps predicted by the model are
     tagged ``synthetic``; steps of a real (reference) env, whose ``info["source"]`` is
     ``"real"``, are tagged ``real``. Invalid-action steps are not written unless
-    ``record_invalid``.
+    ``record_invalid``. A synthetic env made with ``supply="replay"`` also takes the next
+    state of a stored real transition of exactly its ``(state, action)`` as given fields
+    (``info["field_sources"]`` says ``"replay"``): the model writes only what no recording fixes.
 
     Accepts a :class:`~dreamgym_env.envs.synthetic.DreamEnv` (wrapped or not), a SimToReal env
     (grounds its synthetic side, records its real steps), or any text env reporting

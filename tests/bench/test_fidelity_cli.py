@@ -102,7 +102,12 @@ def test_a_domain_the_oracle_must_replay_gets_whole_episodes_and_grounding(tmp_p
         (["--model", "oracle:1.5"], "error_rate must be in [0, 1], got 1.5"),
         (["--model", "gpt"], "unknown experience model kind 'gpt'. Known: auto, endpoint, local, oracle"),
         (["--domain", "webshp"], "unknown domain 'webshp'. Did you mean 'webshop'?"),
-        (["--supply", "world"], "--supply takes one of pack, none; got 'world'"),
+        (["--supply", "world"], "--supply takes one of pack, replay, none; got 'world'"),
+        (["--replay-from", "train.jsonl"], "--replay-from is the recorded episodes of --supply replay"),
+        (
+            ["--trajectories", "held-out.jsonl", "--supply", "replay"],
+            "--supply replay with --trajectories needs --replay-from",
+        ),
         (
             ["--trajectories", "held-out.jsonl", "--grounding", "replay", "--rollouts", "2"],
             "--trajectories measures the recorded steps as they are, without a reference env: "
@@ -181,3 +186,19 @@ def test_recorded_steps_are_measured_without_a_reference_env(recorded, tmp_path,
     drawn = fidelity(tmp_path / "pack", *args, "--supply", "pack", "--n", "5")
     assert drawn["n"] == 5 and drawn["supply"] == "pack"
     assert drawn["runs"]["structured/none"]["true_model_share"] < 0.5  # the catalogue answers the rest
+
+
+def test_replay_supply_gives_the_recorded_steps_of_its_episodes(recorded, tmp_path, echo_endpoint):
+    args = ["--trajectories", str(recorded), "--model", "endpoint:echo-model", "--supply", "replay"]
+    # every recorded step looked up in its own file: the recordings write every changed field
+    data = fidelity(tmp_path / "self", *args, "--replay-from", str(recorded))
+    run = data["runs"]["structured/none"]
+    assert data["supply"] == "replay"
+    assert run["true_model_share"] == 0.0 and run["true_supplied_share"]["replay"] > 0.5
+    # episodes of other tasks hold none of these states: the model writes every change again
+    empty = tmp_path / "other.jsonl"
+    first = json.loads(recorded.read_text().splitlines()[0])
+    first["steps"] = [{**step, "state": "{}"} for step in first["steps"]]
+    empty.write_text(json.dumps(first) + "\n")
+    data = fidelity(tmp_path / "other", *args, "--replay-from", str(empty))
+    assert data["runs"]["structured/none"]["true_model_share"] == 1.0

@@ -41,10 +41,14 @@ def test_a_search_result_page_is_mostly_the_pack_s(webshop_episodes):
     # no dict-valued field changes on a search: each changed field counts its JSON's length
     pack = sum(len(json.dumps(value)) for name, value in changed.items() if name in given)
     model = sum(len(json.dumps(value)) for name, value in changed.items() if name not in given)
-    assert score.true_content == score.content == {"model": model, "carried": 0, "pack": pack}
+    assert score.true_content == score.content == {"model": model, "carried": 0, "pack": pack, "replay": 0}
     report = summarize([score])
     assert report.true_model_share == report.model_share == pytest.approx(model / (model + pack))
-    assert report.supplied_share == {"carried": 0.0, "pack": pytest.approx(pack / (model + pack))}
+    assert report.supplied_share == {
+        "carried": 0.0,
+        "pack": pytest.approx(pack / (model + pack)),
+        "replay": 0.0,
+    }
 
 
 def test_without_the_pack_the_model_writes_every_change(webshop_episodes):
@@ -55,7 +59,7 @@ def test_without_the_pack_the_model_writes_every_change(webshop_episodes):
         assert report.exact_match == 1.0 and report.model_share == report.true_model_share
         shares[supply] = report
     assert shares["none"].true_model_share == 1.0
-    assert shares["none"].true_supplied_share == {"carried": 0.0, "pack": 0.0}
+    assert shares["none"].true_supplied_share == {"carried": 0.0, "pack": 0.0, "replay": 0.0}
     assert 0.0 < shares["pack"].true_model_share < 0.5  # the catalogue's answers dominate a shop's pages
     assert "supplied pack" in str(shares["pack"]) and "true_model_share" in str(shares["pack"])
 

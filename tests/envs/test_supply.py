@@ -12,8 +12,11 @@ from dreamgym_env.domain import changed_content, changed_text_content, share_of_
 from dreamgym_env.envs.alfworld.tasks import world_of
 from dreamgym_env.envs.registry import get_domain
 from dreamgym_env.envs.synthetic import DreamEnv
+from dreamgym_env.replay.buffer import ExperienceReplayBuffer
+from dreamgym_env.replay.embedders import HashedEmbedder
 from dreamgym_env.testing import ScriptedExperienceModel
 from dreamgym_env.types import ExperienceRequest, Trajectory, Transition
+from dreamgym_env.wrappers.replay_grounding import ReplayGrounding
 
 WEBSHOP = get_domain("webshop")
 
@@ -27,8 +30,8 @@ def results_page(request: ExperienceRequest) -> Transition:
 
 
 def test_supply_must_be_one_the_env_knows(webshop_task):
-    with pytest.raises(ConfigurationError, match="supply must be one of pack, none"):
-        DreamEnv("webshop", ScriptedExperienceModel(results_page), state_mode="structured", supply="replay")
+    with pytest.raises(ConfigurationError, match="supply must be one of pack, replay, none"):
+        DreamEnv("webshop", ScriptedExperienceModel(results_page), state_mode="structured", supply="recorded")
 
 
 def test_the_pack_supplies_a_searchs_results_and_info_says_so(webshop_task):
@@ -117,9 +120,19 @@ def test_changed_content_counts_only_the_new_entries_of_an_object_field():
     before = {"seen": {"drawer 1": ["spoon 1"]}, "feedback": "a"}
     after = {"seen": {"drawer 1": ["spoon 1"], "fridge 1": ["egg 1"]}, "feedback": "b"}
     counts = changed_content(before, after, {"seen": "model", "feedback": "pack"})
-    assert counts == {"model": len(json.dumps({"fridge 1": ["egg 1"]})), "carried": 0, "pack": len('"b"')}
+    assert counts == {
+        "model": len(json.dumps({"fridge 1": ["egg 1"]})),
+        "carried": 0,
+        "pack": len('"b"'),
+        "replay": 0,
+    }
     assert share_of_model(changed_content(before, before, {})) is None
-    assert changed_text_content("a\nb", "a\nb\nc", world=["c"]) == {"model": 0, "carried": 0, "pack": 2}
+    assert changed_text_content("a\nb", "a\nb\nc", world=["c"]) == {
+        "model": 0,
+        "carried": 0,
+        "pack": 2,
+        "replay": 0,
+    }
 
 
 def test_reference_transitions_with_supply_none_read_nothing_of_the_packs_world(webshop_task, monkeypatch):
@@ -146,3 +159,94 @@ def test_reference_transitions_with_supply_none_read_nothing_of_the_packs_world(
     (reference,) = reference_transitions([trajectory], WEBSHOP, supply="none")
     assert reference.request.given_fields == {} and reference.request.world == []
     assert reference.request.carried_fields == ["instruction"]
+
+
+def recorded_search(task, query: str, *, source: str = "offline") -> Trajectory:
+    """One real ``search`` step of ``task`` on the reference env, as a recorded structured episode."""
+    env = WEBSHOP.make_reference_env()
+    env.reset(options={"task": task})
+    state = env.abstract_state.model_dump_json()
+    _, reward, done, _, _ = env.step(f"search[{query}]")
+    step = {
+        "state": state,
+        "action": f"search[{query}]",
+        "next_state": env.abstract_state.model_dump_json(),
+        "reward": reward,
+        "done": done,
+    }
+    return Trajectory.model_validate(
+        {"task": task, "steps": [step], "source": source, "metadata": {"state_mode": "structured"}}
+    )
+
+
+@pytest.fixture
+def replay_buffer():
+    buffer = ExperienceReplayBuffer(embedder=HashedEmbedder())
+    yield buffer
+    buffer.close()
+
+
+def test_supply_replay_needs_a_replay_buffer_and_structured_states(webshop_task):
+    env = DreamEnv("webshop", ScriptedExperienceModel(results_page), state_mode="structured", supply="replay")
+    with pytest.raises(ConfigurationError, match="ReplayGrounding"):
+        env.reset(options={"task": webshop_task})
+    with pytest.raises(ConfigurationError, match="state_mode='structured'"):
+        DreamEnv("webshop", ScriptedExperienceModel(results_page), supply="replay")
+
+
+def test_supply_replay_gives_a_recorded_transitions_fields_and_reads_nothing_of_the_pack(
+    webshop_task, replay_buffer, monkeypatch
+):
+    recorded = recorded_search(webshop_task, "shirt")
+    replay_buffer.add_trajectory(recorded, source="offline")
+    truth = json.loads(recorded.steps[0].next_state)
+    supplies = type(WEBSHOP).supplies
+
+    def without_the_task(self, task, *args):
+        assert task is None, "the pack was given the task, whose world it reads"
+        return supplies(self, task, *args)
+
+    monkeypatch.setattr(type(WEBSHOP), "supplies", without_the_task)
+    model = ScriptedExperienceModel(results_page)
+    env = ReplayGrounding(
+        DreamEnv("webshop", model, state_mode="structured", supply="replay"),
+        replay_buffer,
+        k=0,
+        write_back=False,
+    )
+    env.reset(options={"task": webshop_task})
+    observation, _, _, _, info = env.step("search[shirt]")
+    request = model.requests[-1]
+    assert request.world == [] and request.carried_fields == ["instruction"]
+    assert request.given_fields == {name: value for name, value in truth.items() if name != "instruction"}
+    assert {name for name, source in info["field_sources"].items() if source == "replay"} == set(
+        request.given_fields
+    )
+    assert info["model_share"] == 0.0  # the recording wrote every change
+    assert json.loads(env.unwrapped.state) == truth
+    assert env.unwrapped.state_text in observation or "results" in observation.lower()
+
+    # a query no recording holds: the model writes everything the action can change
+    env.reset(options={"task": webshop_task})
+    *_, info = env.step("search[red wool socks]")
+    assert model.requests[-1].given_fields == {}
+    assert "replay" not in info["field_sources"].values()
+
+
+def test_supply_replay_never_takes_a_synthetic_transition_as_a_recording(webshop_task, replay_buffer):
+    replay_buffer.add_trajectory(
+        recorded_search(webshop_task, "shirt", source="synthetic"), source="synthetic"
+    )
+    model = ScriptedExperienceModel(results_page)
+    env = ReplayGrounding(
+        DreamEnv("webshop", model, state_mode="structured", supply="replay"),
+        replay_buffer,
+        k=2,
+        sources=None,  # demonstrations may be synthetic; a replayed field may not
+        write_back=False,
+    )
+    env.reset(options={"task": webshop_task})
+    *_, info = env.step("search[shirt]")
+    assert model.requests[-1].given_fields == {}
+    assert info["demonstrations"] == 1
+    assert "replay" not in info["field_sources"].values()
