@@ -1,7 +1,7 @@
 """Transitions per second of an experience model against its fidelity, over held-out transitions.
 
 Usage: python benchmarks/experience_speed.py --domain D --model M [--num-envs 16] [--n 100]
-       [--seed 0] [--json runs/issue29/D-M.json]
+       [--seed 0] [--json runs/experience-speed/D-M.json]
 
 ``--model`` is any name the envs take (``local``: the pack's default; ``local:base``;
 ``local:<trained or distilled dir>``; ``endpoint:URL``), see docs/experience-models.md. The
