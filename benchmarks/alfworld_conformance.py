@@ -18,7 +18,7 @@ and random episodes and, at every step, compares:
 
 It also counts the starting placements and goals, over all 4,032 tasks, that ALFRED forbids.
 With ``--placements-only`` it does only that count, which also runs on the code before this
-check existed (the "before" numbers). Output: ``runs/issue27/alfworld_conformance.txt``.
+check existed (the "before" numbers). Output: ``runs/conformance/alfworld_conformance.txt``.
 
 Run: python benchmarks/alfworld_conformance.py [--tasks 504] [--alfworld-repo DIR] [--out FILE]
 """
@@ -499,7 +499,7 @@ def main() -> None:
     parser.add_argument(
         "--placements-only", action="store_true", help="only count forbidden placements and goals"
     )
-    parser.add_argument("--out", type=Path, default=Path("runs/issue27/alfworld_conformance.txt"))
+    parser.add_argument("--out", type=Path, default=Path("runs/conformance/alfworld_conformance.txt"))
     args = parser.parse_args()
 
     tables = read_tables(args.alfworld_repo)

@@ -7,7 +7,7 @@
    test server (in its own process), and Gymnasium's AsyncVectorEnv (one process per sub-env) over the same envs.
 
 ``--http-client openai`` sends the HTTP requests through the ``openai`` client instead of the
-package's aiohttp path (the path before issue 17, from ``benchmarks/http_path.py``), to compare.
+package's aiohttp path (the path until 2026-12-01, from ``benchmarks/http_path.py``), to compare.
 
 Run: python benchmarks/env_overhead.py [--steps 3000] [--latency 0.1] [--sizes 16,32,64,128,256]
      [--http-client aiohttp|openai]

@@ -1,7 +1,7 @@
 """Transitions per second of an experience model against its fidelity, over held-out transitions.
 
 Usage: python benchmarks/experience_speed.py --domain D --model M [--num-envs 16] [--n 100]
-       [--seed 0] [--json runs/issue29/D-M.json]
+       [--seed 0] [--json runs/experience-speed/D-M.json]
 
 ``--model`` is any name the envs take (``local``: the pack's default; ``local:base``;
 ``local:<trained or distilled dir>``; ``endpoint:URL``), see docs/experience-models.md. The
@@ -10,7 +10,7 @@ each expert, noisy, random; structured states) and asked ``--num-envs`` at a tim
 ``predict`` call each, as a vector env of that many sub-envs steps (the local model runs that
 many slots). The model is loaded and, for a model that reads a system prompt, every slot
 primed before the clock starts: the rows are a long run's steady state. Fidelity is the
-issue-16 report (:func:`dreamgym_env.bench.fidelity.measure_fidelity`). The clock runs only
+held-out fidelity report (:func:`dreamgym_env.bench.fidelity.measure_fidelity`). The clock runs only
 while the model is asked (scoring the answers is not the model's time): a batch with an answer
 still unusable after its re-asks raises, and the scorer then asks each of its requests alone,
 as a caller retrying a vector step would; that time counts.

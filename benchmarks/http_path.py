@@ -4,7 +4,7 @@ Every path runs the package's :class:`~dreamgym_env.experience.transport.Endpoin
 same concurrency limit, endpoint choice, retries, deadline, error mapping and response check by
 :func:`~dreamgym_env.experience.transport.chat_reply`); only the HTTP exchange differs:
 
-- ``openai``: the ``openai`` client's raw ``post`` (the package's path before issue 17), its
+- ``openai``: the ``openai`` client's raw ``post`` (the package's path until 2026-12-01), its
   errors mapped to the ones the transport reads;
 - ``httpx``: a direct ``httpx.AsyncClient`` (the library under the ``openai`` client);
 - ``aiohttp``: the package's path now (an ``aiohttp.ClientSession``).
@@ -96,7 +96,7 @@ def fast_server() -> Iterator[str]:
 class OpenAIClientTransport(EndpointTransport):
     """The transport with the ``openai`` client's raw ``post`` as its HTTP exchange (the old path).
 
-    As before issue 17: a client per 32 concurrent calls (httpx's pool scans its connections for
+    As until 2026-12-01: a client per 32 concurrent calls (httpx's pool scans its connections for
     every request), the typed-params transform skipped (``cast_to=str``), the attempt's timeout by
     ``asyncio.wait_for``. Errors become the ones :func:`translate_error` maps.
     """

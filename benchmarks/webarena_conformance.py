@@ -7,13 +7,13 @@ Each check compares the pack with an independent transcription, written here, of
    :func:`~dreamgym_env.envs.webarena.grammar.parse_command` on every combination of verb
    spellings and argument forms below (over 325 strings).
 2. Evaluators: ``evaluation_harness/evaluators.py`` ``StringEvaluator``, ``URLEvaluator`` and
-   ``HTMLContentEvaluator`` on the edge cases of issue 27 (answer cleaning, substring
+   ``HTMLContentEvaluator`` on the edge cases of WebArena's protocol (answer cleaning, substring
    ``must_include``, ``|OR|``, products, N/A, URL host+path and query rules).
 3. Tree lines: ``browser_env/processors.py`` ``parse_accessibility_tree`` +
    ``clean_accesibility_tree`` + the tab line of ``process``, run on the CDP-shaped nodes of every
    page the expert and a random policy see on the test split, against the env's observation.
 
-Run: python benchmarks/webarena_conformance.py [--out runs/issue27/webarena_conformance.txt]
+Run: python benchmarks/webarena_conformance.py [--out runs/conformance/webarena_conformance.txt]
 """
 
 from __future__ import annotations
@@ -421,7 +421,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--out", type=Path, default=Path("runs/issue27/webarena_conformance.txt"))
+    parser.add_argument("--out", type=Path, default=Path("runs/conformance/webarena_conformance.txt"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 

@@ -10,7 +10,7 @@ A purchase agrees when both scores are equal within 1e-9. Prints the agreement p
 overall (Must-show: >= 99 %) and each policy's success, and on how many steps the synthetic
 env's view of the Markov page (``WebShopDomain.render_observation(info["state"])``, what
 ``DreamGym/WebShop-v0`` shows the agent) equals the reference env's observation, and writes the
-report to ``runs/issue27/webshop_conformance.txt``, with one page of each kind as the env
+report to ``runs/conformance/webshop_conformance.txt``, with one page of each kind as the env
 prints it by default (``observation_mode="text"``, WebShop's own page text).
 
 Run: python benchmarks/webshop_conformance.py [--purchases 200] [--max-episodes 3000]
@@ -33,7 +33,7 @@ from dreamgym_env.envs.webshop.catalog import Product
 from dreamgym_env.envs.webshop.expert import WebShopExpert
 from dreamgym_env.envs.webshop.reference_env import WebShopRefEnv
 
-REPORT = Path("runs/issue27/webshop_conformance.txt")
+REPORT = Path("runs/conformance/webshop_conformance.txt")
 MAX_STEPS = 15
 
 # -- an independent transcription of WebShop's get_reward ------------------------------------------

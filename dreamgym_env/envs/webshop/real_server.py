@@ -133,7 +133,7 @@ class WebShopServerEnv(RealServerEnv):
     | ``max_text_length`` | ``16384`` | the text spaces' maximum length |
 
     ## Version History
-    * v0: first release (issue 32), against AgentGym 3ef9235.
+    * v0 (dreamgym-env 0.1.0, 2026-12-03): first release, against AgentGym 3ef9235.
     """
 
     server_name = "AgentGym's WebShop server (agentenv-webshop)"

@@ -101,9 +101,9 @@ class WebShopRefEnv(ReferenceEnvBase):
     ``(catalog_seed, num_products)``; constructing further envs is cheap.
 
     ## Version History
-    * v0: first release. Issue 27: WebShop's own reward, grammar, invalid actions (page
-      unchanged), search from any page, ``[Next >]`` on every results page, and WebShop's own
-      page text as the default observation (``observation_mode="text"``).
+    * v0 (dreamgym-env 0.1.0, 2026-11-30): first release. Since 2026-12-03: WebShop's own reward,
+      grammar, invalid actions (page unchanged), search from any page, ``[Next >]`` on every
+      results page, and WebShop's own page text as the default observation (``observation_mode="text"``).
     """
 
     restorable = True
