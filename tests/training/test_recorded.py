@@ -308,7 +308,7 @@ def test_a_manifest_without_a_supply_is_a_packs_and_a_wrong_one_is_refused(tmp_p
     assert TrainedModel.load(shipped).supply == "pack"
     manifest = json.loads((shipped / MANIFEST_NAME).read_text())
     (tmp_path / MANIFEST_NAME).write_text(json.dumps({**manifest, "supply": "everything"}))
-    with pytest.raises(DataError, match="supply must be one of pack, none"):
+    with pytest.raises(DataError, match="supply must be one of pack, replay, none"):
         TrainedModel.load(tmp_path)
 
 
