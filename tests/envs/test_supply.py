@@ -215,7 +215,7 @@ def test_supply_replay_gives_a_recorded_transitions_fields_and_reads_nothing_of_
         write_back=False,
     )
     env.reset(options={"task": webshop_task})
-    observation, _, _, _, info = env.step("search[shirt]")
+    *_, info = env.step("search[shirt]")
     request = model.requests[-1]
     assert request.world == [] and request.carried_fields == ["instruction"]
     assert request.given_fields == {name: value for name, value in truth.items() if name != "instruction"}
@@ -224,7 +224,6 @@ def test_supply_replay_gives_a_recorded_transitions_fields_and_reads_nothing_of_
     )
     assert info["model_share"] == 0.0  # the recording wrote every change
     assert json.loads(env.unwrapped.state) == truth
-    assert env.unwrapped.state_text in observation or "results" in observation.lower()
 
     # a query no recording holds: the model writes everything the action can change
     env.reset(options={"task": webshop_task})
